@@ -1,0 +1,77 @@
+"""Every REST error as ``{"detail", "code"}`` (plus ``"field"`` for bad input).
+
+The views use ``exception_handler`` below whatever the site's
+``EXCEPTION_HANDLER`` setting says, so the shape and codes are the app's own.
+"""
+
+import logging
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from agentstate.exceptions import AgentStateError
+
+logger = logging.getLogger(__name__)
+
+
+class BodyTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "body_too_large"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"The request body is larger than {limit} bytes.")
+
+
+def _first_error(detail, path: str = "") -> tuple[str, str]:
+    """The first (field path, message) of a DRF ValidationError's detail."""
+    if isinstance(detail, dict):
+        key, value = next(iter(detail.items()))
+        field = path if key == "non_field_errors" else (f"{path}.{key}" if path else str(key))
+        return _first_error(value, field)
+    if isinstance(detail, list) and detail:
+        return _first_error(detail[0], path)
+    return path, str(detail)
+
+
+def error_response(status_code: int, detail: str, code: str, field: str | None = None, headers=None):
+    body = {"detail": detail, "code": code}
+    if field:
+        body["field"] = field
+    return Response(body, status=status_code, headers=headers)
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, AgentStateError):
+        return error_response(exc.status, exc.detail, exc.code, exc.field)
+    if isinstance(exc, Http404):
+        return error_response(404, "Not found.", "not_found")
+    if isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    if isinstance(exc, exceptions.ValidationError):
+        field, message = _first_error(exc.detail)
+        detail = f"{field}: {message}" if field else message
+        return error_response(400, detail, "invalid", field or None)
+    if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        headers = {"WWW-Authenticate": exc.auth_header} if getattr(exc, "auth_header", None) else None
+        return error_response(401, str(exc.detail), "not_authenticated", headers=headers)
+    if isinstance(exc, exceptions.APIException):
+        headers = {}
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(exc.wait))
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
+        return error_response(exc.status_code, str(exc.detail), code, headers=headers or None)
+    if isinstance(exc, OperationalError | InterfaceError):
+        logger.warning("database unavailable: %s", exc)
+        return error_response(
+            503, "The database is unavailable; nothing was changed. Retry shortly.", "service_unavailable",
+            headers={"Retry-After": "1"},
+        )
+    if isinstance(exc, DatabaseError):
+        logger.exception("database error")
+        return error_response(
+            503, "The database refused the operation; nothing was changed.", "service_unavailable"
+        )
+    return None

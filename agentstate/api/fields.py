@@ -1,0 +1,98 @@
+"""Strict serializer fields: no coercion of one JSON type into another.
+
+DRF's own fields turn ``5`` into ``"5"`` and ``"true"`` into ``True``; an
+agent sending the wrong type should hear about it instead.
+"""
+
+from rest_framework import serializers
+
+from agentstate.conf import agentstate_settings
+from agentstate.exceptions import BadInput
+from agentstate.models import KEY_LENGTH
+from agentstate.validation import check_json, check_run_id, text_problem
+
+
+class StrictCharField(serializers.CharField):
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            raise serializers.ValidationError("Must be a string.", code="invalid")
+        problem = text_problem(data)
+        if problem:
+            raise serializers.ValidationError(f"Must not {problem.removeprefix('must not ')}.")
+        return super().to_internal_value(data)
+
+
+class KeyField(StrictCharField):
+    """A scope key, variable name, chat id, call id or tool name: 1 to 255 characters."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", KEY_LENGTH)
+        kwargs.setdefault("min_length", 1)
+        kwargs.setdefault("trim_whitespace", False)
+        kwargs.setdefault("allow_blank", False)
+        super().__init__(**kwargs)
+
+
+class RunIdField(StrictCharField):
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        try:
+            return check_run_id(value)
+        except BadInput as error:
+            raise serializers.ValidationError(error.detail) from error
+
+
+class StrictBooleanField(serializers.BooleanField):
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("Must be true or false.", code="invalid")
+        return data
+
+
+class StrictIntegerField(serializers.IntegerField):
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise serializers.ValidationError("Must be an integer.", code="invalid")
+        return super().to_internal_value(data)
+
+
+class AnyJSONField(serializers.JSONField):
+    """Any JSON value, ``null`` included, within the depth limit."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        try:
+            return check_json(data, self.field_name, agentstate_settings.MAX_JSON_DEPTH)
+        except BadInput as error:
+            raise serializers.ValidationError(error.detail) from error
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, and anything but an object."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(
+                {"non_field_errors": ["Expected a JSON object."]}, code="invalid"
+            )
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({unknown[0]: ["Unknown field."]}, code="invalid")
+        return super().to_internal_value(data)
+
+
+class QuerySerializer(serializers.Serializer):
+    """Validates ``request.query_params``; repeated parameters are allowed only for lists."""
+
+    def to_internal_value(self, data):
+        unknown = sorted(set(data) - set(self.fields) - {"page", "page_size"})
+        if unknown:
+            raise serializers.ValidationError({unknown[0]: ["Unknown query parameter."]})
+        return super().to_internal_value(data)

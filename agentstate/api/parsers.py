@@ -1,0 +1,42 @@
+"""The only request parser agentstate's views accept: bounded JSON.
+
+The body is refused before it is decoded when it is larger than
+``MAX_BODY_BYTES`` (413), and after decoding when it is nested deeper than
+``MAX_JSON_DEPTH`` or holds what no JSON column can store (400).
+"""
+
+import json
+
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import BaseParser
+
+from agentstate.conf import agentstate_settings
+from agentstate.validation import json_problem
+
+from .errors import BodyTooLarge
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class BoundedJSONParser(BaseParser):
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = agentstate_settings.MAX_BODY_BYTES
+        request = (parser_context or {}).get("request")
+        declared = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise BodyTooLarge(limit)
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise BodyTooLarge(limit)
+        try:
+            data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as error:
+            raise ParseError(f"JSON parse error: {error}") from error
+        problem = json_problem(data, agentstate_settings.MAX_JSON_DEPTH)
+        if problem:
+            raise ParseError(f"The request body {problem}.")
+        return data

@@ -1,0 +1,38 @@
+"""Who may reach what over REST.
+
+A user reaches the objects they created (and, for pauses, those they own).
+A user holding a model's Django permission reaches every object of that
+model, and may name another owner with ``owner``. Another user's object
+answers 404, exactly like a missing one.
+"""
+
+from django.contrib.auth import get_user_model
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.permissions import IsAuthenticated
+
+from agentstate.exceptions import BadInput
+
+__all__ = ["IsAuthenticated", "has_model_perm", "named_owner"]
+
+
+def has_model_perm(user, codename: str) -> bool:
+    """``codename`` like ``"view_scope"``: the user's ``agentstate.<codename>``."""
+    return user.has_perm(f"agentstate.{codename}")
+
+
+def named_owner(request, username: str | None, codename: str):
+    """The user a request acts for: itself, or ``username`` with ``codename``.
+
+    Naming another owner without the permission is 403 whether or not that
+    owner exists; naming an unknown one with it is bad input.
+    """
+    user = request.user
+    if username is None or username == user.get_username():
+        return user
+    if not has_model_perm(user, codename):
+        raise PermissionDenied(f"You may not act for another owner without agentstate.{codename}.")
+    User = get_user_model()
+    try:
+        return User._default_manager.get_by_natural_key(username)
+    except User.DoesNotExist:
+        raise BadInput(f"No user named {username!r}.", field="owner") from None

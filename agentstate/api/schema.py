@@ -1,0 +1,37 @@
+"""OpenAPI generation for agentstate's views, independent of site settings.
+
+``documented()`` is ``extend_schema`` bound to ``AgentStateSchema`` (not the
+site's ``DEFAULT_SCHEMA_CLASS``), and every operation documents the error
+shape ``{"detail", "code", "field"?}`` for the statuses it can answer.
+"""
+
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+
+
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    code = serializers.CharField()
+    field = serializers.CharField(required=False)
+
+
+COMMON_ERRORS = (400, 401, 403, 404, 405, 406, 409, 410, 412, 413, 415, 503)
+
+
+class AgentStateSchema(AutoSchema):
+    def _get_response_bodies(self, direction="response"):
+        bodies = super()._get_response_bodies(direction)
+        for code in COMMON_ERRORS:
+            bodies.setdefault(str(code), self._get_response_for_code(ErrorSerializer, str(code)))
+        return bodies
+
+
+def documented(**kwargs):
+    """``@extend_schema(**kwargs)`` on an agentstate view method."""
+
+    def decorator(method):
+        method.schema = AgentStateSchema
+        return extend_schema(**kwargs)(method)
+
+    return decorator

@@ -1,0 +1,94 @@
+"""Request and response shapes of the REST API (SPEC section 5)."""
+
+from rest_framework import serializers
+
+from agentstate.models import Scope
+
+from .fields import (
+    AnyJSONField,
+    KeyField,
+    QuerySerializer,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
+
+
+class OwnerMixin(serializers.Serializer):
+    owner = KeyField(required=False, help_text="Another user's username (needs the model permission).")
+
+
+# Context variables
+
+
+class ContextQuery(OwnerMixin, QuerySerializer):
+    scope = KeyField()
+    name = serializers.ListField(child=KeyField(), required=False, allow_empty=True)
+
+
+class ContextDeleteQuery(OwnerMixin, QuerySerializer):
+    scope = KeyField()
+    name = KeyField()
+
+
+class ContextValues(serializers.Serializer):
+    scope = serializers.CharField()
+    values = serializers.DictField(child=serializers.JSONField(allow_null=True))
+
+
+class PutRequest(OwnerMixin, StrictSerializer):
+    scope = KeyField()
+    name = KeyField()
+    value = AnyJSONField()
+    if_version = StrictIntegerField(required=False, min_value=0, allow_null=True)
+
+
+class PutResponse(serializers.Serializer):
+    scope = serializers.CharField()
+    name = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    version = serializers.IntegerField()
+
+
+class PushRequest(OwnerMixin, StrictSerializer):
+    scope = KeyField()
+    name = KeyField()
+    value = AnyJSONField()
+
+
+class PushResponse(serializers.Serializer):
+    scope = serializers.CharField()
+    name = serializers.CharField()
+    length = serializers.IntegerField()
+    version = serializers.IntegerField()
+
+
+class PopRequest(OwnerMixin, StrictSerializer):
+    scope = KeyField()
+    name = KeyField()
+    mode = StrictCharField(required=False, default="LIFO", help_text="LIFO (default) or FIFO.")
+
+
+class PopResponse(serializers.Serializer):
+    scope = serializers.CharField()
+    name = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+
+
+class ScopeQuery(OwnerMixin, QuerySerializer):
+    prefix = StrictCharField(required=False, allow_blank=True, max_length=255)
+
+
+class ScopeDeleteQuery(OwnerMixin, QuerySerializer):
+    scope = KeyField()
+
+
+class ScopeSerializer(serializers.ModelSerializer):
+    scope = serializers.CharField(source="key")
+    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    variables = serializers.IntegerField(source="variable_count")
+
+    class Meta:
+        model = Scope
+        fields = ["scope", "owner", "variables", "created_at"]
+        read_only_fields = fields

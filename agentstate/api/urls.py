@@ -1,0 +1,17 @@
+"""agentstate's REST API: ``path("api/", include("agentstate.api.urls"))``."""
+
+from django.urls import path
+
+from . import views_context
+from .docs import DocsView, SchemaView
+
+app_name = "agentstate"
+
+urlpatterns = [
+    path("context/", views_context.ContextView.as_view(), name="context"),
+    path("context/push/", views_context.PushView.as_view(), name="context-push"),
+    path("context/pop/", views_context.PopView.as_view(), name="context-pop"),
+    path("scopes/", views_context.ScopesView.as_view(), name="scopes"),
+    path("schema/", SchemaView.as_view(), name="schema"),
+    path("docs/", DocsView.as_view(), name="docs"),
+]

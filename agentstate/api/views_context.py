@@ -1,0 +1,89 @@
+"""REST views over context variables and scopes."""
+
+from django.db.models import Count
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import status
+from rest_framework.response import Response
+
+from agentstate.models import Scope
+from agentstate.services import context
+
+from . import serializers as s
+from .base import AgentStateAPIView
+from .permissions import has_model_perm, named_owner
+from .schema import documented
+
+
+class ScopeOwnerMixin:
+    """Resolves the owner a context request acts for: itself, or ``owner``."""
+
+    def owner_for(self, data, write: bool):
+        return named_owner(self.request, data.get("owner"), "change_scope" if write else "view_scope")
+
+    def actor(self) -> str:
+        return self.request.user.get_username()
+
+
+class ContextView(ScopeOwnerMixin, AgentStateAPIView):
+    @documented(parameters=[s.ContextQuery], responses=s.ContextValues, operation_id="context_get")
+    def get(self, request):
+        q = self.query(s.ContextQuery)
+        values = context.get(q["scope"], q.get("name") or None, owner=self.owner_for(q, write=False))
+        return Response({"scope": q["scope"], "values": values})
+
+    @documented(request=s.PutRequest, responses=s.PutResponse, operation_id="context_put")
+    def put(self, request):
+        d = self.validated(s.PutRequest, request.data)
+        result = context.put(
+            d["scope"], d["name"], d["value"], if_version=d.get("if_version"),
+            owner=self.owner_for(d, write=True), actor=self.actor(),
+        )
+        return Response(s.PutResponse(result).data)
+
+    @documented(parameters=[s.ContextDeleteQuery], responses={204: None}, operation_id="context_delete")
+    def delete(self, request):
+        q = self.query(s.ContextDeleteQuery)
+        context.delete(q["scope"], q["name"], owner=self.owner_for(q, write=True))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PushView(ScopeOwnerMixin, AgentStateAPIView):
+    @documented(request=s.PushRequest, responses=s.PushResponse, operation_id="context_push")
+    def post(self, request):
+        d = self.validated(s.PushRequest, request.data)
+        result = context.push(
+            d["scope"], d["name"], d["value"], owner=self.owner_for(d, write=True), actor=self.actor()
+        )
+        return Response(s.PushResponse(result).data)
+
+
+class PopView(ScopeOwnerMixin, AgentStateAPIView):
+    @documented(request=s.PopRequest, responses=s.PopResponse, operation_id="context_pop")
+    def post(self, request):
+        d = self.validated(s.PopRequest, request.data)
+        value = context.pop(
+            d["scope"], d["name"], d["mode"], owner=self.owner_for(d, write=True), actor=self.actor()
+        )
+        return Response({"scope": d["scope"], "name": d["name"], "value": value})
+
+
+class ScopesView(ScopeOwnerMixin, AgentStateAPIView):
+    @documented(
+        parameters=[s.ScopeQuery, OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        responses=s.ScopeSerializer(many=True),
+        operation_id="scopes_list",
+    )
+    def get(self, request):
+        q = self.query(s.ScopeQuery)
+        scopes = Scope.objects.select_related("owner").annotate(variable_count=Count("variables"))
+        if "owner" in q or not has_model_perm(request.user, "view_scope"):
+            scopes = scopes.filter(owner=self.owner_for(q, write=False))
+        if q.get("prefix"):
+            scopes = scopes.filter(key__startswith=q["prefix"])
+        return self.paginate(scopes.order_by("key", "pk"), s.ScopeSerializer)
+
+    @documented(parameters=[s.ScopeDeleteQuery], responses={204: None}, operation_id="scopes_delete")
+    def delete(self, request):
+        q = self.query(s.ScopeDeleteQuery)
+        context.delete_scope(q["scope"], owner=self.owner_for(q, write=True))
+        return Response(status=status.HTTP_204_NO_CONTENT)

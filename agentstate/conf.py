@@ -1,0 +1,89 @@
+"""Settings for agentstate, read from the ``AGENTSTATE`` dict of the site.
+
+Resolved lazily and reloaded on ``setting_changed``, the way DRF's
+``api_settings`` works, so tests can use ``override_settings``. Nothing here
+changes the database schema.
+"""
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+
+DEFAULTS: dict[str, Any] = {
+    # How long a pause waits for its owner before it expires.
+    "PAUSE_TTL": timedelta(days=1),
+    # The largest ``ttl_seconds`` a REST client may ask for.
+    "MAX_PAUSE_TTL": timedelta(days=30),
+    # How long a pending approval request waits before it expires.
+    "APPROVAL_TTL": timedelta(days=1),
+    # Resolved and expired pauses older than this are deleted by the sweep.
+    "RETENTION": timedelta(days=30),
+    # Rows the sweep updates or deletes per statement.
+    "SWEEP_BATCH_SIZE": 1000,
+    # REST request bodies larger than this are refused with 413.
+    "MAX_BODY_BYTES": 1024 * 1024,
+    # REST request bodies nested deeper than this are refused with 400.
+    "MAX_JSON_DEPTH": 64,
+    # Page size of the REST list endpoints (``?page_size=`` may lower it).
+    "PAGE_SIZE": 50,
+    "MAX_PAGE_SIZE": 500,
+}
+
+DURATIONS = ("PAUSE_TTL", "MAX_PAUSE_TTL", "APPROVAL_TTL", "RETENTION")
+POSITIVE_INTS = ("SWEEP_BATCH_SIZE", "MAX_BODY_BYTES", "MAX_JSON_DEPTH", "PAGE_SIZE", "MAX_PAGE_SIZE")
+
+
+class AgentStateSettings:
+    """Attribute access to ``settings.AGENTSTATE`` with defaults filled in."""
+
+    def __init__(self) -> None:
+        self._cached: set[str] = set()
+
+    @property
+    def user_settings(self) -> dict[str, Any]:
+        if not hasattr(self, "_user_settings"):
+            self._user_settings = getattr(settings, "AGENTSTATE", {}) or {}
+        return self._user_settings
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in DEFAULTS:
+            raise AttributeError(f"Invalid agentstate setting: {name!r}")
+        value = self.user_settings.get(name, DEFAULTS[name])
+        if name in DURATIONS and isinstance(value, int | float):
+            value = timedelta(seconds=value)
+        self._cached.add(name)
+        setattr(self, name, value)
+        return value
+
+    def validate(self) -> list[str]:
+        """Every problem with the configured values, as messages."""
+        problems = [f"unknown key {key!r}" for key in self.user_settings if key not in DEFAULTS]
+        for name in DURATIONS:
+            value = getattr(self, name)
+            if not isinstance(value, timedelta) or value <= timedelta(0):
+                problems.append(f"{name} must be a positive duration (timedelta or seconds)")
+        for name in POSITIVE_INTS:
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                problems.append(f"{name} must be a positive integer")
+        return problems
+
+    def reload(self) -> None:
+        for name in self._cached:
+            delattr(self, name)
+        self._cached.clear()
+        if hasattr(self, "_user_settings"):
+            delattr(self, "_user_settings")
+
+
+agentstate_settings = AgentStateSettings()
+
+
+def _reload(*, setting: str, **kwargs: Any) -> None:
+    if setting == "AGENTSTATE":
+        agentstate_settings.reload()
+
+
+setting_changed.connect(_reload)

@@ -1,0 +1,386 @@
+"""What agentstate keeps, with its invariants as database constraints.
+
+Four parts, one per reference design: context variables (``Scope``,
+``Variable``, ``Element``), paused runs (``PausedRun``), runs with usage and
+tool-call approvals (``Run``, ``ApprovalRecord``, ``ApprovalCall``,
+``ApprovalRequest``), and the audit trail (``Event``). Every state change goes
+through ``agentstate.services``; the models only hold state and filters.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+
+from agentstate.querysets import ApprovalRequestQuerySet, PausedRunQuerySet
+
+KEY_LENGTH = 255
+RUN_ID_LENGTH = 128
+
+
+class Scope(models.Model):
+    """A named state space (a project directory, a conversation, a tenant).
+
+    Keys are unique per owner; ``owner=None`` is the site's own namespace.
+    """
+
+    key = models.CharField(_("key"), max_length=KEY_LENGTH)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="agentstate_scopes",
+        verbose_name=_("owner"),
+    )
+    created_at = models.DateTimeField(_("created at"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("scope")
+        verbose_name_plural = _("scopes")
+        ordering = ["key", "pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "key"], name="agentstate_scope_owner_key"),
+            models.UniqueConstraint(
+                fields=["key"], condition=Q(owner__isnull=True), name="agentstate_scope_site_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.key if self.owner_id is None else f"{self.key} ({self.owner})"
+
+
+class Variable(models.Model):
+    """One JSON value of a scope, with a version that grows on every change.
+
+    A list is kept as ``Element`` rows at positions ``head`` .. ``tail - 1`` so
+    that push and pop touch one row whatever the list's length; any other
+    value is kept in ``value``.
+    """
+
+    scope = models.ForeignKey(
+        Scope, on_delete=models.CASCADE, related_name="variables", verbose_name=_("scope")
+    )
+    name = models.CharField(_("name"), max_length=KEY_LENGTH)
+    is_list = models.BooleanField(_("is a list"), default=False)
+    value = models.JSONField(_("value"), null=True, blank=True)
+    head = models.BigIntegerField(_("position of the first element"), default=0)
+    tail = models.BigIntegerField(_("position after the last element"), default=0)
+    version = models.PositiveBigIntegerField(_("version"), default=1)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    updated_by = models.CharField(_("updated by"), max_length=KEY_LENGTH, blank=True)
+
+    class Meta:
+        verbose_name = _("variable")
+        verbose_name_plural = _("variables")
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "name"], name="agentstate_variable_scope_name"),
+            models.CheckConstraint(condition=Q(tail__gte=models.F("head")), name="agentstate_variable_bounds"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def length(self) -> int:
+        return self.tail - self.head
+
+
+class Element(models.Model):
+    """One element of a list variable, ordered by ``position``."""
+
+    variable = models.ForeignKey(Variable, on_delete=models.CASCADE, related_name="elements")
+    position = models.BigIntegerField()
+    value = models.JSONField(null=True)
+
+    class Meta:
+        verbose_name = _("list element")
+        verbose_name_plural = _("list elements")
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["variable", "position"], name="agentstate_element_variable_position"
+            ),
+        ]
+
+
+class PausedRun(models.Model):
+    """A run stopped inside one tool call, waiting for its owner's answer."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        CLAIMED = "claimed", _("claimed")
+        RESOLVED = "resolved", _("resolved")
+        EXPIRED = "expired", _("expired")
+
+    chat_id = models.CharField(_("chat id"), max_length=KEY_LENGTH)
+    tool_call_id = models.CharField(_("tool call id"), max_length=KEY_LENGTH)
+    owner = models.CharField(
+        _("owner"), max_length=KEY_LENGTH, help_text=_("The principal who may answer.")
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    question_id = models.UUIDField(_("question id"), default=uuid.uuid4)
+    status = models.CharField(
+        _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    payload = models.JSONField(_("payload"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), db_default=Now())
+    expires_at = models.DateTimeField(_("expires at"))
+    claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)
+    claimed_by = models.CharField(_("claimed by"), max_length=KEY_LENGTH, blank=True)
+    resolved_at = models.DateTimeField(_("resolved at"), null=True, blank=True)
+
+    objects = PausedRunQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("paused run")
+        verbose_name_plural = _("paused runs")
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["chat_id", "tool_call_id"], name="agentstate_pause_chat_call"
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "claimed", "resolved", "expired"]),
+                name="agentstate_pause_status_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "expires_at"], name="agentstate_pause_sweep"),
+            models.Index(fields=["status", "resolved_at"], name="agentstate_pause_retention"),
+            models.Index(fields=["owner", "status"], name="agentstate_pause_owner"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.chat_id}#{self.tool_call_id}"
+
+
+class Run(models.Model):
+    """One agent run: the application's context, token usage, approvals."""
+
+    USAGE_FIELDS = (
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "cached_tokens",
+        "reasoning_tokens",
+    )
+
+    run_id = models.CharField(_("run id"), max_length=RUN_ID_LENGTH, unique=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    context = models.JSONField(_("context"), default=dict, blank=True)
+    requests = models.PositiveBigIntegerField(_("requests"), default=0)
+    input_tokens = models.PositiveBigIntegerField(_("input tokens"), default=0)
+    output_tokens = models.PositiveBigIntegerField(_("output tokens"), default=0)
+    total_tokens = models.PositiveBigIntegerField(_("total tokens"), default=0)
+    cached_tokens = models.PositiveBigIntegerField(_("cached tokens"), default=0)
+    reasoning_tokens = models.PositiveBigIntegerField(_("reasoning tokens"), default=0)
+    created_at = models.DateTimeField(_("created at"), db_default=Now())
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("run")
+        verbose_name_plural = _("runs")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return self.run_id
+
+    @property
+    def usage(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.USAGE_FIELDS}
+
+
+class ApprovalRecord(models.Model):
+    """The approval state of one tool in one run, as the Agents SDK keeps it.
+
+    ``approved_always`` / ``rejected_always`` hold the permanent flags
+    (``True`` or ``False``); ``None`` means the SDK's list form, whose call ids
+    are ``ApprovalCall`` rows.
+    """
+
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="approval_records", verbose_name=_("run")
+    )
+    tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
+    approved_always = models.BooleanField(_("approved permanently"), null=True, blank=True)
+    rejected_always = models.BooleanField(_("rejected permanently"), null=True, blank=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("updated by"),
+    )
+
+    class Meta:
+        verbose_name = _("approval record")
+        verbose_name_plural = _("approval records")
+        ordering = ["tool_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "tool_name"], name="agentstate_record_run_tool"),
+        ]
+
+    def __str__(self) -> str:
+        return self.tool_name
+
+
+class ApprovalCall(models.Model):
+    """One call id in a record's ``approved`` or ``rejected`` list: who, when, why."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", _("approve")
+        REJECT = "reject", _("reject")
+
+    record = models.ForeignKey(ApprovalRecord, on_delete=models.CASCADE, related_name="calls")
+    call_id = models.CharField(_("call id"), max_length=KEY_LENGTH)
+    decision = models.CharField(_("decision"), max_length=8, choices=Decision.choices)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("decided by"),
+    )
+    reason = models.TextField(_("reason"), blank=True)
+    created_at = models.DateTimeField(_("decided at"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("approval call")
+        verbose_name_plural = _("approval calls")
+        ordering = ["pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["record", "decision", "call_id"], name="agentstate_call_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(decision__in=["approve", "reject"]), name="agentstate_call_decision_valid"
+            ),
+        ]
+
+
+class ApprovalRequest(models.Model):
+    """A tool call waiting for a reviewer: the review queue."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", _("pending")
+        APPROVED = "approved", _("approved")
+        REJECTED = "rejected", _("rejected")
+        EXPIRED = "expired", _("expired")
+
+    run = models.ForeignKey(
+        Run, on_delete=models.CASCADE, related_name="approval_requests", verbose_name=_("run")
+    )
+    tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
+    call_id = models.CharField(_("call id"), max_length=KEY_LENGTH)
+    arguments = models.JSONField(_("arguments"), null=True, blank=True)
+    status = models.CharField(
+        _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
+    )
+    always = models.BooleanField(_("decided permanently"), default=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("created by"),
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("decided by"),
+    )
+    decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
+    reason = models.TextField(_("reason"), blank=True)
+    created_at = models.DateTimeField(_("created at"), db_default=Now())
+
+    objects = ApprovalRequestQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("approval request")
+        verbose_name_plural = _("approval requests")
+        ordering = ["created_at", "pk"]
+        permissions = [("decide_approvalrequest", _("Can approve or reject approval requests"))]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "call_id"], name="agentstate_request_run_call"),
+            models.CheckConstraint(
+                condition=Q(status__in=["pending", "approved", "rejected", "expired"]),
+                name="agentstate_request_status_valid",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "created_at"], name="agentstate_request_queue"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} ({self.call_id})"
+
+
+class Event(models.Model):
+    """An append-only audit trail of the changes a person would audit.
+
+    Written in the same transaction as the change; ``created_by`` and
+    ``owner`` copy the object's creator and owner so that the log stays
+    visible to them after the object is gone.
+    """
+
+    kind = models.CharField(_("kind"), max_length=64, db_index=True)
+    actor = models.CharField(_("actor"), max_length=KEY_LENGTH, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("user"),
+    )
+    object_type = models.CharField(_("object type"), max_length=32)
+    object_id = models.CharField(_("object id"), max_length=2 * KEY_LENGTH + 1)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("object created by"),
+    )
+    owner = models.CharField(_("object owner"), max_length=KEY_LENGTH, blank=True)
+    details = models.JSONField(_("details"), default=dict, blank=True)
+    created_at = models.DateTimeField(_("created at"), db_default=Now(), db_index=True)
+
+    class Meta:
+        verbose_name = _("event")
+        verbose_name_plural = _("events")
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(fields=["object_type", "object_id"], name="agentstate_event_object"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_type}:{self.object_id}"

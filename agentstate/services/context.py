@@ -1,0 +1,272 @@
+"""Context variables: every rule of SPEC section 1, one function each.
+
+A scope is named by its key and its owner (a user, or ``None`` for the
+site's own namespace). Writes lock the variable's row (``SELECT ... FOR
+UPDATE`` on PostgreSQL; SQLite's IMMEDIATE transactions serialize writers),
+so compound operations are atomic across processes. Lists are ``Element``
+rows between ``head`` and ``tail``: push and pop touch one element whatever
+the length.
+"""
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+
+from django.db import OperationalError
+
+from agentstate.db import ATTEMPTS, atomic_retry, snapshot
+from agentstate.exceptions import BadInput, ScopeNotFound, TypeConflict, VariableNotFound, VersionMismatch
+from agentstate.models import Element, Scope, Variable
+from agentstate.validation import check_json, check_key
+
+logger = logging.getLogger(__name__)
+
+Owner = AbstractBaseUser | None
+MODES = ("LIFO", "FIFO")
+
+
+@dataclass(frozen=True)
+class PutResult:
+    scope: str
+    name: str
+    value: Any
+    version: int
+
+
+@dataclass(frozen=True)
+class PushResult:
+    scope: str
+    name: str
+    length: int
+    version: int
+
+
+def _owner_filter(owner: Owner) -> dict[str, Any]:
+    return {"owner__isnull": True} if owner is None else {"owner": owner}
+
+
+def find_scope(key: str, owner: Owner = None) -> Scope:
+    scope = Scope.objects.filter(key=key, **_owner_filter(owner)).first()
+    if scope is None:
+        raise ScopeNotFound(f"Scope {key!r} not found.")
+    return scope
+
+
+def _ensure_scope(key: str, owner: Owner) -> Scope:
+    try:
+        return find_scope(key, owner)
+    except ScopeNotFound:
+        Scope.objects.bulk_create([Scope(key=key, owner=owner)], ignore_conflicts=True)
+        return find_scope(key, owner)
+
+
+def _locked(scope: Scope, name: str) -> Variable | None:
+    return Variable.objects.select_for_update().filter(scope=scope, name=name).first()
+
+
+def _lock_or_create(scope: Scope, name: str, *, is_list: bool) -> Variable:
+    """The variable's row, locked; a new one is created at version 0.
+
+    Version 0 is only ever seen inside the creating transaction: every caller
+    changes the variable before it commits. Concurrent creators meet on the
+    unique constraint and the loser waits for, then locks, the winner's row
+    (or creates it again if a racing pop removed it meanwhile).
+    """
+    for _attempt in range(ATTEMPTS):
+        variable = _locked(scope, name)
+        if variable is not None:
+            return variable
+        Variable.objects.bulk_create(
+            [Variable(scope=scope, name=name, is_list=is_list, version=0)], ignore_conflicts=True
+        )
+    raise OperationalError(f"Variable {name!r} kept disappearing while it was being created.")
+
+
+def _save(variable: Variable, actor: str, *fields: str) -> None:
+    variable.version += 1
+    variable.updated_by = actor
+    variable.save(update_fields=["version", "updated_by", "updated_at", *fields])
+
+
+def _list_values(variables: list[Variable]) -> dict[int, list[Any]]:
+    lists: dict[int, list[Any]] = {v.pk: [] for v in variables if v.is_list}
+    if lists:
+        elements = (
+            Element.objects.filter(variable_id__in=lists)
+            .order_by("variable_id", "position")
+            .values_list("variable_id", "value")
+        )
+        for variable_id, value in elements.iterator(chunk_size=2000):
+            lists[variable_id].append(value)
+    return lists
+
+
+def _check_args(scope: str, name: str | None = None) -> None:
+    check_key(scope, "scope")
+    if name is not None:
+        check_key(name, "name")
+
+
+@atomic_retry
+def put(
+    scope: str,
+    name: str,
+    value: Any,
+    *,
+    if_version: int | None = None,
+    owner: Owner = None,
+    actor: str = "",
+) -> PutResult:
+    """Store ``value`` as it is; with ``if_version``, only over that version (0: absent)."""
+    _check_args(scope, name)
+    check_json(value, "value")
+    if if_version is not None and (
+        isinstance(if_version, bool) or not isinstance(if_version, int) or if_version < 0
+    ):
+        raise BadInput("if_version must be a non-negative integer.", field="if_version")
+    variable = _lock_or_create(_ensure_scope(scope, owner), name, is_list=False)
+    if if_version is not None and variable.version != if_version:
+        raise VersionMismatch(
+            f"Variable {name!r} is at version {variable.version}, not {if_version}."
+        )
+    if variable.is_list:
+        variable.elements.all().delete()
+    variable.is_list = isinstance(value, list)
+    if variable.is_list:
+        Element.objects.bulk_create(
+            Element(variable=variable, position=i, value=item) for i, item in enumerate(value)
+        )
+        variable.value, variable.head, variable.tail = None, 0, len(value)
+    else:
+        variable.value, variable.head, variable.tail = value, 0, 0
+    _save(variable, actor, "is_list", "value", "head", "tail")
+    return PutResult(scope, name, value, variable.version)
+
+
+def _present(scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any]:
+    """The stored values of ``names`` (all when empty), absent ones left out."""
+    _check_args(scope)
+    for name in names or ():
+        check_key(name, "name")
+    with snapshot():
+        variables = find_scope(scope, owner).variables.all()
+        if names:
+            variables = variables.filter(name__in=names)
+        variables = list(variables)
+        lists = _list_values(variables)
+    return {v.name: lists[v.pk] if v.is_list else v.value for v in variables}
+
+
+def get(scope: str, names: list[str] | None = None, *, owner: Owner = None) -> dict[str, Any]:
+    """A map with an entry for every requested name (``None`` when absent); no names: all."""
+    values = _present(scope, names, owner)
+    if names:
+        return {name: values.get(name) for name in names}
+    return values
+
+
+@atomic_retry
+def push(scope: str, name: str, value: Any, *, owner: Owner = None, actor: str = "") -> PushResult:
+    """Append ``value``; absent becomes ``[value]``, a string ``s`` becomes ``[s, value]``."""
+    _check_args(scope, name)
+    check_json(value, "value")
+    variable = _lock_or_create(_ensure_scope(scope, owner), name, is_list=True)
+    if not variable.is_list:
+        if not isinstance(variable.value, str):
+            raise TypeConflict(
+                f"Variable {name!r} holds a {_json_type(variable.value)}; push needs a list or a string."
+            )
+        Element.objects.create(variable=variable, position=0, value=variable.value)
+        variable.is_list, variable.value, variable.head, variable.tail = True, None, 0, 1
+    Element.objects.create(variable=variable, position=variable.tail, value=value)
+    variable.tail += 1
+    _save(variable, actor, "is_list", "value", "head", "tail")
+    return PushResult(scope, name, variable.length, variable.version)
+
+
+def _check_mode(mode: Any) -> str:
+    if not isinstance(mode, str) or mode.upper() not in MODES:
+        raise BadInput("mode must be 'LIFO' or 'FIFO'.", field="mode")
+    return mode.upper()
+
+
+@atomic_retry
+def pop(scope: str, name: str, mode: str = "LIFO", *, owner: Owner = None, actor: str = "") -> Any:
+    """Remove and return a string, or a list's last (LIFO) or first (FIFO) element.
+
+    An emptied list removes the variable; a list left with one string
+    collapses to that string.
+    """
+    _check_args(scope, name)
+    mode = _check_mode(mode)
+    variable = _locked(find_scope(scope, owner), name)
+    if variable is None:
+        raise VariableNotFound(f"No variable {name!r} in scope {scope!r}.")
+    if not variable.is_list:
+        if not isinstance(variable.value, str):
+            raise TypeConflict(
+                f"Variable {name!r} holds a {_json_type(variable.value)}; pop needs a list or a string."
+            )
+        variable.delete()
+        return variable.value
+    if variable.length == 0:
+        raise TypeConflict(f"Variable {name!r} is an empty list.")
+    position = variable.tail - 1 if mode == "LIFO" else variable.head
+    element = Element.objects.get(variable=variable, position=position)
+    element.delete()
+    if mode == "LIFO":
+        variable.tail -= 1
+    else:
+        variable.head += 1
+    if variable.length == 0:
+        variable.delete()
+        return element.value
+    if variable.length == 1:
+        last = Element.objects.get(variable=variable, position=variable.head)
+        if isinstance(last.value, str):
+            last.delete()
+            variable.is_list, variable.value, variable.head, variable.tail = False, last.value, 0, 0
+    _save(variable, actor, "is_list", "value", "head", "tail")
+    return element.value
+
+
+@atomic_retry
+def delete(scope: str, name: str, *, owner: Owner = None) -> None:
+    _check_args(scope, name)
+    deleted, _ = Variable.objects.filter(scope=find_scope(scope, owner), name=name).delete()
+    if not deleted:
+        raise VariableNotFound(f"No variable {name!r} in scope {scope!r}.")
+
+
+@atomic_retry
+def delete_scope(scope: str, *, owner: Owner = None) -> None:
+    _check_args(scope)
+    find_scope(scope, owner).delete()
+
+
+def get_state(scope: str, key: str, default: Any = None, *, owner: Owner = None) -> Any:
+    """The value, or ``default`` when absent, the scope unknown or the store unreachable."""
+    try:
+        return _present(scope, [key], owner).get(key, default)
+    except ScopeNotFound:
+        return default
+    except Exception:
+        logger.warning("get_state(%r, %r) failed; returning the default", scope, key, exc_info=True)
+        return default
+
+
+def set_state(scope: str, key: str, value: Any, *, owner: Owner = None, actor: str = "") -> PutResult:
+    """Like ``put``, raising on any failure: a lost write is never silent."""
+    return put(scope, key, value, owner=owner, actor=actor)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {dict: "object", list: "array", str: "string"}.get(type(value), type(value).__name__)

@@ -1,0 +1,40 @@
+"""Signals sent after the transaction that made a change commits.
+
+Every signal is sent with ``sender`` the model class and these keyword
+arguments:
+
+- ``event``: the ``agentstate.models.Event`` row recording the change (kind,
+  actor, user, object_type, object_id, details, created_at);
+- ``instance``: the changed object as it was saved (for a cancelled pause,
+  the object as it was before it was removed; for a bulk expiry, ``None``
+  and ``event.object_id`` names it).
+
+A rolled-back change sends nothing. ``event_recorded`` is sent for every
+event in addition to the signal of its kind.
+"""
+
+from django.dispatch import Signal
+
+pause_created = Signal()
+pause_claimed = Signal()
+pause_resolved = Signal()
+pause_expired = Signal()
+pause_cancelled = Signal()
+approval_requested = Signal()
+approval_decided = Signal()
+approval_expired = Signal()
+approvals_changed = Signal()
+event_recorded = Signal()
+
+BY_KIND = {
+    "pause.created": pause_created,
+    "pause.claimed": pause_claimed,
+    "pause.resolved": pause_resolved,
+    "pause.expired": pause_expired,
+    "pause.cancelled": pause_cancelled,
+    "approval.requested": approval_requested,
+    "approval.decided": approval_decided,
+    "approval.expired": approval_expired,
+    "approvals.changed": approvals_changed,
+    "approvals.rebuilt": approvals_changed,
+}

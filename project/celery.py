@@ -1,0 +1,11 @@
+"""The demo site's Celery app: ``celery -A project worker -B``."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+
+app = Celery("project")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

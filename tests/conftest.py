@@ -1,0 +1,106 @@
+"""Fixtures shared by the whole suite.
+
+The database is the one the settings pick: PostgreSQL when ``DATABASE_URL``
+is set, else a SQLite *file* (several connections can share it), so the
+concurrency tests run on both. Tests marked ``postgres_only`` are deselected
+(not skipped) on SQLite.
+"""
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.db import connection, connections
+from rest_framework.test import APIClient
+
+
+def pytest_collection_modifyitems(config, items):
+    from django.conf import settings
+
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        return
+    kept = [item for item in items if "postgres_only" not in item.keywords]
+    deselected = [item for item in items if "postgres_only" in item.keywords]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = kept
+
+
+@pytest.fixture
+def is_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+@pytest.fixture
+def make_user(db):
+    def make(username: str, *perms: str, **extra):
+        user = get_user_model().objects.create_user(username, password="pw", **extra)
+        for perm in perms:
+            app_label, codename = perm.split(".")
+            user.user_permissions.add(
+                Permission.objects.get(content_type__app_label=app_label, codename=codename)
+            )
+        return user
+
+    return make
+
+
+@pytest.fixture
+def alice(make_user):
+    return make_user("alice")
+
+
+@pytest.fixture
+def bob(make_user):
+    return make_user("bob")
+
+
+@pytest.fixture
+def api_for():
+    def client(user=None) -> APIClient:
+        api = APIClient()
+        if user is not None:
+            api.force_authenticate(user)
+        return api
+
+    return client
+
+
+@pytest.fixture
+def api(api_for, alice) -> APIClient:
+    return api_for(alice)
+
+
+def run_concurrently(workers: int, target: Callable[[int], Any], timeout: float = 120) -> list[Any]:
+    """Run ``target(i)`` in ``workers`` threads, started together by a barrier.
+
+    Each thread has its own database connection, closed when it ends. Returns
+    each worker's result, or the exception it raised, in worker order.
+    """
+    barrier = threading.Barrier(workers)
+    results: list[Any] = [None] * workers
+
+    def work(i: int) -> None:
+        try:
+            barrier.wait()
+            results[i] = target(i)
+        except BaseException as error:  # noqa: BLE001 - reported to the test
+            results[i] = error
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    assert not any(thread.is_alive() for thread in threads), "a worker hung (deadlock?)"
+    return results
+
+
+@pytest.fixture
+def concurrently():
+    return run_concurrently
