@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from agentstate.models import Scope
 from agentstate.services import context
 
-from . import serializers as s
+from . import serializers_context as s
 from .base import AgentStateAPIView
 from .permissions import has_model_perm, named_owner
 from .schema import documented

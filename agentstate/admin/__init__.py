@@ -1,0 +1,3 @@
+"""The Django admin of agentstate, one module per part."""
+
+from agentstate.admin import context  # noqa: F401

@@ -1,0 +1,1 @@
+"""Scopes and their variables, read in the admin."""
