@@ -1,3 +1,4 @@
 """The Django admin of agentstate, one module per part."""
 
 from agentstate.admin import context  # noqa: F401
+from agentstate.admin import events  # noqa: F401

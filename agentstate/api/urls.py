@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views_context
+from . import views_context, views_events
 from .docs import DocsView, SchemaView
 
 app_name = "agentstate"
@@ -12,6 +12,7 @@ urlpatterns = [
     path("context/push/", views_context.PushView.as_view(), name="context-push"),
     path("context/pop/", views_context.PopView.as_view(), name="context-pop"),
     path("scopes/", views_context.ScopesView.as_view(), name="scopes"),
+    path("events/", views_events.EventsView.as_view(), name="events"),
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", DocsView.as_view(), name="docs"),
 ]

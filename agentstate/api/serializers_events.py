@@ -1,0 +1,38 @@
+"""Shapes of ``GET /api/events/``: its query and one event."""
+
+from django.apps import apps
+from rest_framework import serializers
+
+from agentstate.models import Event
+from agentstate.signals import BY_KIND
+
+from .fields import KeyField, QuerySerializer
+
+
+def object_types() -> list[str]:
+    """The ``object_type`` an event can name: the model names of agentstate."""
+    return sorted(model._meta.model_name for model in apps.get_app_config("agentstate").get_models())
+
+
+class EventQuery(QuerySerializer):
+    object_type = serializers.ChoiceField(choices=[], required=False)
+    object_id = KeyField(required=False, max_length=Event._meta.get_field("object_id").max_length)
+    kind = serializers.ChoiceField(choices=sorted(BY_KIND), required=False)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["object_type"].choices = object_types()
+
+
+class EventSerializer(serializers.ModelSerializer):
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    details = serializers.JSONField()
+
+    class Meta:
+        model = Event
+        fields = [
+            "id", "kind", "actor", "user", "object_type", "object_id",
+            "created_by", "owner", "details", "created_at",
+        ]
+        read_only_fields = fields
