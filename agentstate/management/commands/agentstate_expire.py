@@ -1,0 +1,34 @@
+"""``manage.py agentstate_expire``: the expiry sweep, for sites that use cron."""
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from agentstate.services.sweep import sweep
+
+
+class Command(BaseCommand):
+    help = (
+        "Mark overdue pending pauses and approval requests expired and delete resolved or "
+        "expired pauses older than AGENTSTATE['RETENTION'] (what the Celery task does)."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--batch-size", type=int, default=None,
+            help="Rows per statement (default: AGENTSTATE['SWEEP_BATCH_SIZE']).",
+        )
+
+    def handle(self, *args, batch_size: int | None = None, verbosity: int = 1, **options) -> None:
+        if batch_size is not None and batch_size < 1:
+            raise CommandError("--batch-size must be a positive integer.", returncode=2)
+
+        def progress(label: str, total: int) -> None:
+            if verbosity > 1:  # -v2: a line per batch
+                self.stdout.write(f"  {label}: {total} so far")
+
+        result = sweep(batch_size=batch_size, progress=progress)
+        if verbosity:
+            self.stdout.write(
+                f"expired pauses: {result.expired_pauses}\n"
+                f"expired approval requests: {result.expired_approval_requests}\n"
+                f"purged pauses: {result.purged_pauses}"
+            )

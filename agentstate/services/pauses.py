@@ -1,0 +1,307 @@
+"""Paused runs (SPEC section 2): put, claim exactly once, resolve, cancel.
+
+After the axelor ``FormStateStore``: a run stopped inside one tool call waits,
+keyed by ``(chat_id, tool_call_id)``, for its owner to answer one question.
+Every operation locks the pause's row (``SELECT ... FOR UPDATE`` on
+PostgreSQL; SQLite's IMMEDIATE transactions serialize writers) and then
+checks its status, so of any number of concurrent claims exactly one wins.
+Expiry is judged by the database clock (``Now()``) at claim time, whatever
+the sweeper (``agentstate.services.sweep``) has done so far.
+
+``put`` and ``claim`` return what SPEC says (the question id, the payload);
+``put_pause`` and ``claim_pause`` return the row for callers that show it.
+Refusals are the exceptions of ``agentstate.exceptions``.
+"""
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Case, CharField, DateTimeField, F, QuerySet, Value, When
+from django.db.models.expressions import ExpressionWrapper
+from django.db.models.functions import Now
+
+from agentstate import events
+from agentstate.conf import agentstate_settings
+from agentstate.db import atomic_retry
+from agentstate.exceptions import (
+    AlreadyClaimed,
+    AlreadyResolved,
+    BadInput,
+    NotClaimed,
+    NotPending,
+    PauseExpired,
+    PauseNotFound,
+    QuestionSuperseded,
+)
+from agentstate.models import PausedRun
+from agentstate.validation import check_json, check_key
+
+Status = PausedRun.Status
+
+
+def object_id(chat_id: str, tool_call_id: str) -> str:
+    """How events name a pause: ``chat_id#tool_call_id``."""
+    return f"{chat_id}#{tool_call_id}"
+
+
+def _ttl(ttl: timedelta | int | float | None) -> timedelta:
+    if ttl is None:
+        return agentstate_settings.PAUSE_TTL
+    if isinstance(ttl, int | float) and not isinstance(ttl, bool):
+        ttl = timedelta(seconds=ttl)
+    if not isinstance(ttl, timedelta) or ttl <= timedelta(0):
+        raise BadInput("ttl must be a positive duration (a timedelta or seconds).", field="ttl")
+    return ttl
+
+
+def _expiry(ttl: timedelta) -> ExpressionWrapper:
+    """``ttl`` from now by the database clock."""
+    return ExpressionWrapper(Now() + Value(ttl), output_field=DateTimeField())
+
+
+def _check_keys(chat_id: str, tool_call_id: str) -> None:
+    check_key(chat_id, "chat_id")
+    check_key(tool_call_id, "tool_call_id")
+
+
+def _locked(chat_id: str, tool_call_id: str, among: QuerySet | None = None) -> PausedRun:
+    """The pause's row, locked; one outside ``among`` is not found."""
+    rows = PausedRun.objects.all() if among is None else among
+    pause = (
+        rows.select_for_update(of=("self",))
+        .filter(chat_id=chat_id, tool_call_id=tool_call_id)
+        .first()
+    )
+    if pause is None:
+        raise PauseNotFound(f"No pause for chat {chat_id!r}, tool call {tool_call_id!r}.")
+    return pause
+
+
+def _is_question(given: str | uuid.UUID, current: uuid.UUID) -> bool:
+    """Whether ``given`` names ``current``; text that is no UUID names none."""
+    try:
+        return uuid.UUID(str(given)) == current
+    except ValueError:
+        return False
+
+
+def with_current_status(pauses: QuerySet) -> QuerySet:
+    """Annotates ``current_status``: a pending pause past its expiry reads ``expired``.
+
+    By the database clock, so a listing agrees with what a claim would say
+    before the sweeper has run.
+    """
+    return pauses.annotate(
+        current_status=Case(
+            When(status=Status.PENDING, expires_at__lte=Now(), then=Value(Status.EXPIRED)),
+            default=F("status"),
+            output_field=CharField(),
+        )
+    )
+
+
+@atomic_retry
+def put_pause(
+    chat_id: str,
+    tool_call_id: str,
+    owner: str,
+    payload: Any,
+    ttl: timedelta | int | float | None = None,
+    *,
+    user: Any = None,
+    actor: str = "",
+    among: QuerySet | None = None,
+) -> PausedRun:
+    """Keep a run pending for ``owner`` under a new question; returns the pause.
+
+    Replaces any earlier pause of the call whatever its status (its question
+    becomes stale), with a fresh expiry ``ttl`` from now by the database
+    clock. ``among``: the pauses the caller may change; replacing any other
+    is refused as not found and changes nothing.
+    """
+    _check_keys(chat_id, tool_call_id)
+    check_key(owner, "owner")
+    check_json(payload, "payload")
+    ttl = _ttl(ttl)
+    fields = {
+        "owner": owner,
+        "created_by": user if getattr(user, "is_authenticated", False) else None,
+        "question_id": uuid.uuid4(),
+        "status": Status.PENDING,
+        "payload": payload,
+        "created_at": Now(),
+        "expires_at": _expiry(ttl),
+        "claimed_at": None,
+        "claimed_by": "",
+        "resolved_at": None,
+    }
+    earlier = (
+        PausedRun.objects.select_for_update()
+        .filter(chat_id=chat_id, tool_call_id=tool_call_id)
+        .values_list("pk", "status")
+        .first()
+    )
+    if earlier is None:
+        # A concurrent first put meets the unique constraint; atomic_retry
+        # runs this again, which then finds and locks the winner's row.
+        pk = PausedRun.objects.create(chat_id=chat_id, tool_call_id=tool_call_id, **fields).pk
+    else:
+        pk = earlier[0]
+        if among is not None and not among.filter(pk=pk).exists():
+            raise PauseNotFound(f"No pause for chat {chat_id!r}, tool call {tool_call_id!r}.")
+        PausedRun.objects.filter(pk=pk).update(**fields)
+    pause = PausedRun.objects.get(pk=pk)
+    details = {"question_id": str(pause.question_id), "expires_at": pause.expires_at.isoformat()}
+    if earlier is not None:
+        details["replaced"] = earlier[1]
+    events.record(
+        "pause.created",
+        pause,
+        object_id=object_id(chat_id, tool_call_id),
+        user=user,
+        actor=actor,
+        owner=owner,
+        details=details,
+    )
+    return pause
+
+
+def put(
+    chat_id: str,
+    tool_call_id: str,
+    owner: str,
+    payload: Any,
+    ttl: timedelta | int | float | None = None,
+    *,
+    user: Any = None,
+    actor: str = "",
+) -> str:
+    """Keep a run pending for ``owner``; returns the id of the question it waits on."""
+    return str(put_pause(chat_id, tool_call_id, owner, payload, ttl, user=user, actor=actor).question_id)
+
+
+@atomic_retry
+def claim_pause(
+    chat_id: str,
+    tool_call_id: str,
+    owner: str,
+    question_id: str | uuid.UUID,
+    *,
+    user: Any = None,
+    actor: str = "",
+) -> PausedRun:
+    """Claim the pause to carry its run on: exactly once, only by its owner.
+
+    Refusals, the first that applies: ``PauseNotFound`` (also another
+    owner's), ``QuestionSuperseded``, ``AlreadyClaimed``, ``AlreadyResolved``,
+    ``PauseExpired`` (by the database clock, swept or not).
+    """
+    _check_keys(chat_id, tool_call_id)
+    check_key(owner, "owner")
+    pause = _locked(chat_id, tool_call_id)
+    if pause.owner != owner:
+        raise PauseNotFound(f"No pause for chat {chat_id!r}, tool call {tool_call_id!r}.")
+    if not _is_question(question_id, pause.question_id):
+        raise QuestionSuperseded("The pause now waits on another question.")
+    if pause.status == Status.CLAIMED:
+        raise AlreadyClaimed()
+    if pause.status == Status.RESOLVED:
+        raise AlreadyResolved()
+    claimer = events.actor_name(user, actor) or owner
+    claimed = (
+        PausedRun.objects.filter(pk=pause.pk, status=Status.PENDING, expires_at__gt=Now())
+        .update(status=Status.CLAIMED, claimed_at=Now(), claimed_by=claimer)
+    )
+    if not claimed:
+        raise PauseExpired()
+    pause.refresh_from_db(fields=["status", "claimed_at", "claimed_by"])
+    events.record(
+        "pause.claimed",
+        pause,
+        object_id=object_id(chat_id, tool_call_id),
+        user=user,
+        actor=claimer,
+        owner=pause.owner,
+        details={"question_id": str(pause.question_id)},
+    )
+    return pause
+
+
+def claim(
+    chat_id: str,
+    tool_call_id: str,
+    owner: str,
+    question_id: str | uuid.UUID,
+    *,
+    user: Any = None,
+    actor: str = "",
+) -> Any:
+    """Claim the pause (see ``claim_pause``); returns its payload."""
+    return claim_pause(chat_id, tool_call_id, owner, question_id, user=user, actor=actor).payload
+
+
+@atomic_retry
+def resolve(
+    chat_id: str,
+    tool_call_id: str,
+    *,
+    user: Any = None,
+    actor: str = "",
+    among: QuerySet | None = None,
+) -> PausedRun:
+    """Mark a claimed pause done with, so it can never be carried on again.
+
+    Any other status: ``NotClaimed``. ``among``: the pauses the caller may
+    change (others are not found).
+    """
+    _check_keys(chat_id, tool_call_id)
+    pause = _locked(chat_id, tool_call_id, among)
+    if pause.status != Status.CLAIMED:
+        raise NotClaimed(f"The pause is {pause.status}, not claimed.")
+    PausedRun.objects.filter(pk=pause.pk).update(status=Status.RESOLVED, resolved_at=Now())
+    pause.refresh_from_db(fields=["status", "resolved_at"])
+    events.record(
+        "pause.resolved",
+        pause,
+        object_id=object_id(chat_id, tool_call_id),
+        user=user,
+        actor=actor,
+        owner=pause.owner,
+        details={"question_id": str(pause.question_id)},
+    )
+    return pause
+
+
+@atomic_retry
+def cancel(
+    chat_id: str,
+    tool_call_id: str,
+    *,
+    user: Any = None,
+    actor: str = "",
+    among: QuerySet | None = None,
+) -> PausedRun:
+    """Remove a pending pause; returns it as it was.
+
+    Any other status, and a pending pause already past its expiry by the
+    database clock (it is expired, swept or not): ``NotPending``.
+    """
+    _check_keys(chat_id, tool_call_id)
+    pause = _locked(chat_id, tool_call_id, among)
+    removed, _ = PausedRun.objects.filter(
+        pk=pause.pk, status=Status.PENDING, expires_at__gt=Now()
+    ).delete()
+    if not removed:
+        status = Status.EXPIRED if pause.status == Status.PENDING else pause.status
+        raise NotPending(f"The pause is {status}, not pending.")
+    events.record(
+        "pause.cancelled",
+        pause,
+        object_id=object_id(chat_id, tool_call_id),
+        user=user,
+        actor=actor,
+        owner=pause.owner,
+        details={"question_id": str(pause.question_id)},
+    )
+    return pause
