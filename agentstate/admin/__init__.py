@@ -2,3 +2,4 @@
 
 from agentstate.admin import context  # noqa: F401
 from agentstate.admin import events  # noqa: F401
+from agentstate.admin import pauses  # noqa: F401

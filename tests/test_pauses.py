@@ -1,0 +1,259 @@
+"""Paused runs through the Python API: SPEC section 2, rule by rule."""
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.db.models.functions import Now
+
+from agentstate.exceptions import (
+    AlreadyClaimed,
+    AlreadyResolved,
+    BadInput,
+    NotClaimed,
+    NotPending,
+    PauseExpired,
+    PauseNotFound,
+    QuestionSuperseded,
+)
+from agentstate.models import Event, PausedRun
+from agentstate.services import pauses
+from agentstate.services.sweep import sweep
+
+pytestmark = pytest.mark.django_db
+
+
+def overdue(chat_id: str = "chat", tool_call_id: str = "call") -> None:
+    """Put the pause's expiry in the past by the database clock."""
+    PausedRun.objects.filter(chat_id=chat_id, tool_call_id=tool_call_id).update(
+        expires_at=Now() - timedelta(seconds=1)
+    )
+
+
+def status(chat_id: str = "chat", tool_call_id: str = "call") -> str:
+    return PausedRun.objects.get(chat_id=chat_id, tool_call_id=tool_call_id).status
+
+
+def kinds() -> list[str]:
+    return list(Event.objects.order_by("pk").values_list("kind", flat=True))
+
+
+def test_put_keeps_a_pending_pause_and_returns_its_question_id():
+    question = pauses.put("chat", "call", "alice", {"step": 3, "args": [1, None]})
+    pause = PausedRun.objects.get()
+    assert str(pause.question_id) == question and uuid.UUID(question).version == 4
+    assert (pause.status, pause.owner, pause.payload) == ("pending", "alice", {"step": 3, "args": [1, None]})
+    assert pause.claimed_at is None and pause.resolved_at is None and pause.claimed_by == ""
+    assert kinds() == ["pause.created"]
+
+
+def test_put_expires_after_the_default_ttl_by_the_database_clock(settings):
+    settings.AGENTSTATE = {"PAUSE_TTL": timedelta(hours=5)}
+    pauses.put("chat", "call", "alice", None)
+    pause = PausedRun.objects.get()
+    assert pause.expires_at - pause.created_at == timedelta(hours=5)
+
+
+def test_put_with_a_ttl_in_seconds_or_a_timedelta():
+    pauses.put("chat", "a", "alice", None, ttl=90)
+    pauses.put("chat", "b", "alice", None, ttl=timedelta(minutes=2))
+    a, b = PausedRun.objects.get(tool_call_id="a"), PausedRun.objects.get(tool_call_id="b")
+    assert a.expires_at - a.created_at == timedelta(seconds=90)
+    assert b.expires_at - b.created_at == timedelta(minutes=2)
+
+
+@pytest.mark.parametrize("ttl", [0, -1, timedelta(0), "60", True])
+def test_put_refuses_a_ttl_that_is_not_a_positive_duration(ttl):
+    with pytest.raises(BadInput):
+        pauses.put("chat", "call", "alice", None, ttl=ttl)
+    assert not PausedRun.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "args", [("", "call", "alice"), ("chat", "x" * 256, "alice"), ("chat", "call", ""), ("c\x00", "call", "a")]
+)
+def test_put_refuses_bad_keys_and_stores_nothing(args):
+    with pytest.raises(BadInput):
+        pauses.put(*args, payload=None)
+    assert not PausedRun.objects.exists()
+
+
+def test_put_refuses_a_payload_that_is_not_json():
+    with pytest.raises(BadInput):
+        pauses.put("chat", "call", "alice", {"x": float("nan")})
+    assert not PausedRun.objects.exists()
+
+
+@pytest.mark.parametrize("earlier", ["pending", "claimed", "resolved", "expired"])
+def test_put_replaces_an_earlier_pause_whatever_its_status(earlier):
+    first = pauses.put("chat", "call", "alice", {"v": 1}, ttl=60)
+    if earlier in ("claimed", "resolved"):
+        pauses.claim("chat", "call", "alice", first)
+    if earlier == "resolved":
+        pauses.resolve("chat", "call")
+    if earlier == "expired":
+        overdue()
+        sweep()
+    assert status() == earlier
+    second = pauses.put("chat", "call", "bob", {"v": 2}, ttl=3600)
+    pause = PausedRun.objects.get()
+    assert second != first and str(pause.question_id) == second
+    assert (pause.status, pause.owner, pause.payload) == ("pending", "bob", {"v": 2})
+    assert pause.claimed_at is None and pause.claimed_by == "" and pause.resolved_at is None
+    assert pause.expires_at - pause.created_at == timedelta(hours=1)
+    event = Event.objects.filter(kind="pause.created").latest("pk")
+    assert event.details["replaced"] == earlier and event.details["question_id"] == second
+
+
+def test_re_pause_makes_the_older_question_stale():
+    first = pauses.put("chat", "call", "alice", {"v": 1})
+    second = pauses.put("chat", "call", "alice", {"v": 2})
+    with pytest.raises(QuestionSuperseded):
+        pauses.claim("chat", "call", "alice", first)
+    assert status() == "pending"
+    assert pauses.claim("chat", "call", "alice", second) == {"v": 2}
+
+
+def test_claim_returns_the_payload_once_and_records_who_and_when():
+    question = pauses.put("chat", "call", "alice", [1, 2, 3])
+    assert pauses.claim("chat", "call", "alice", question) == [1, 2, 3]
+    pause = PausedRun.objects.get()
+    assert pause.status == "claimed" and pause.claimed_by == "alice"
+    assert pause.claimed_at >= pause.created_at
+    assert kinds() == ["pause.created", "pause.claimed"]
+
+
+def test_claim_accepts_the_question_as_a_uuid_in_any_spelling():
+    question = pauses.put("chat", "call", "alice", None)
+    assert pauses.claim_pause("chat", "call", "alice", uuid.UUID(question).hex.upper()).status == "claimed"
+
+
+def test_claim_of_a_missing_pause_is_not_found():
+    with pytest.raises(PauseNotFound):
+        pauses.claim("chat", "call", "alice", uuid.uuid4())
+
+
+def test_claim_of_another_owners_pause_is_not_found_and_changes_nothing():
+    question = pauses.put("chat", "call", "alice", None)
+    with pytest.raises(PauseNotFound):
+        pauses.claim("chat", "call", "bob", question)
+    assert status() == "pending"
+
+
+def test_claim_of_a_superseded_question_is_refused():
+    pauses.put("chat", "call", "alice", None)
+    with pytest.raises(QuestionSuperseded):
+        pauses.claim("chat", "call", "alice", str(uuid.uuid4()))
+    with pytest.raises(QuestionSuperseded):
+        pauses.claim("chat", "call", "alice", "not a uuid")
+    assert status() == "pending"
+
+
+def test_second_claim_is_already_claimed():
+    question = pauses.put("chat", "call", "alice", None)
+    pauses.claim("chat", "call", "alice", question)
+    with pytest.raises(AlreadyClaimed):
+        pauses.claim("chat", "call", "alice", question)
+
+
+def test_claim_after_resolve_is_already_resolved():
+    question = pauses.put("chat", "call", "alice", None)
+    pauses.claim("chat", "call", "alice", question)
+    pauses.resolve("chat", "call")
+    with pytest.raises(AlreadyResolved):
+        pauses.claim("chat", "call", "alice", question)
+
+
+def test_expiry_is_enforced_at_claim_time_before_any_sweep():
+    question = pauses.put("chat", "call", "alice", None)
+    overdue()
+    with pytest.raises(PauseExpired):
+        pauses.claim("chat", "call", "alice", question)
+    assert status() == "pending"  # nothing changed; the sweep will mark it
+    assert sweep().expired_pauses == 1
+    with pytest.raises(PauseExpired):
+        pauses.claim("chat", "call", "alice", question)
+    assert status() == "expired"
+
+
+def test_refusal_reasons_come_in_the_specs_order():
+    question = pauses.put("chat", "call", "alice", None)
+    pauses.claim("chat", "call", "alice", question)
+    overdue()
+    # another owner and a wrong question: not found first
+    with pytest.raises(PauseNotFound):
+        pauses.claim("chat", "call", "bob", uuid.uuid4())
+    # a wrong question on a claimed, overdue pause: superseded first
+    with pytest.raises(QuestionSuperseded):
+        pauses.claim("chat", "call", "alice", uuid.uuid4())
+    # claimed and overdue: already claimed before expired
+    with pytest.raises(AlreadyClaimed):
+        pauses.claim("chat", "call", "alice", question)
+    pauses.resolve("chat", "call")
+    with pytest.raises(AlreadyResolved):
+        pauses.claim("chat", "call", "alice", question)
+
+
+def test_claim_by_a_named_actor_records_it():
+    question = pauses.put("chat", "call", "alice", None)
+    pause = pauses.claim_pause("chat", "call", "alice", question, actor="agent-7")
+    assert pause.claimed_by == "agent-7"
+    assert Event.objects.get(kind="pause.claimed").actor == "agent-7"
+
+
+def test_resolve_only_from_claimed():
+    question = pauses.put("chat", "call", "alice", None)
+    with pytest.raises(NotClaimed):
+        pauses.resolve("chat", "call")
+    pauses.claim("chat", "call", "alice", question)
+    pause = pauses.resolve("chat", "call")
+    assert pause.status == "resolved" and pause.resolved_at is not None
+    with pytest.raises(NotClaimed):
+        pauses.resolve("chat", "call")
+    with pytest.raises(PauseNotFound):
+        pauses.resolve("chat", "other")
+    assert kinds() == ["pause.created", "pause.claimed", "pause.resolved"]
+
+
+def test_resolve_of_an_expired_pause_is_not_claimed():
+    pauses.put("chat", "call", "alice", None)
+    overdue()
+    sweep()
+    with pytest.raises(NotClaimed):
+        pauses.resolve("chat", "call")
+
+
+def test_cancel_removes_a_pending_pause():
+    pauses.put("chat", "call", "alice", {"x": 1})
+    removed = pauses.cancel("chat", "call", actor="ops")
+    assert removed.payload == {"x": 1}
+    assert not PausedRun.objects.exists()
+    event = Event.objects.get(kind="pause.cancelled")
+    assert (event.object_id, event.actor, event.owner) == ("chat#call", "ops", "alice")
+    with pytest.raises(PauseNotFound):
+        pauses.cancel("chat", "call")
+
+
+@pytest.mark.parametrize("state", ["claimed", "resolved", "expired", "overdue"])
+def test_cancel_of_a_pause_that_is_not_pending_is_refused(state):
+    question = pauses.put("chat", "call", "alice", None)
+    if state in ("claimed", "resolved"):
+        pauses.claim("chat", "call", "alice", question)
+    if state == "resolved":
+        pauses.resolve("chat", "call")
+    if state in ("expired", "overdue"):
+        overdue()
+    if state == "expired":
+        sweep()
+    before = PausedRun.objects.values().get()
+    with pytest.raises(NotPending):
+        pauses.cancel("chat", "call")
+    assert PausedRun.objects.values().get() == before
+
+
+def test_with_current_status_reads_an_overdue_pending_pause_as_expired():
+    pauses.put("chat", "a", "alice", None)
+    pauses.put("chat", "b", "alice", None)
+    overdue("chat", "b")
+    current = dict(pauses.with_current_status(PausedRun.objects.all()).values_list("tool_call_id", "current_status"))
+    assert current == {"a": "pending", "b": "expired"}
