@@ -1,0 +1,789 @@
+"""A typed, synchronous Python client for agentstate's REST API (SPEC section 5).
+
+Agent runtimes that are not the Django site talk to it over HTTP; this
+module lets a Python one do so with the same names and the same exceptions
+as the in-process services: ``except agentstate.exceptions.AlreadyClaimed``
+catches the refusal whether it came from ``agentstate.services`` or from a
+server through this client. It imports neither Django nor the app's models,
+so it works in any process that has ``httpx``.
+
+Retries are bounded, with exponential backoff, and only where repeating a
+request cannot change its outcome: reads, idempotent writes (a put without
+``if_version``, setting a run's context, approval records, an approval
+request), on a transport error or a 503. Any request is retried when the
+connection could not even be opened, since then nothing reached the server.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal, TypedDict, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from agentstate import exceptions as domain
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "AgentStateClient",
+    "RemoteToolContext",
+    "RemoteSharedState",
+    "APIError",
+    "InvalidInput",
+    "NotAuthenticated",
+    "PermissionDenied",
+    "NotFound",
+    "ScopeNotFound",
+    "VariableNotFound",
+    "PauseNotFound",
+    "RunNotFound",
+    "ApprovalRequestNotFound",
+    "Conflict",
+    "TypeConflict",
+    "VersionMismatch",
+    "AlreadyClaimed",
+    "AlreadyResolved",
+    "QuestionSuperseded",
+    "NotClaimed",
+    "NotPending",
+    "RunExists",
+    "AlreadyDecided",
+    "Expired",
+    "PauseExpired",
+    "ApprovalRequestExpired",
+    "BodyTooLarge",
+    "ServiceUnavailable",
+    "Unreachable",
+]
+
+
+# Errors: every client error is an ``APIError``; each domain refusal is also
+# the matching ``agentstate.exceptions`` class.
+
+
+class APIError(domain.AgentStateError):
+    """A refusal from the server (or no answer at all); ``status`` and ``code`` as sent.
+
+    It sets no class-level ``status`` or ``code``: a subclass that is also a
+    domain error keeps that error's.
+    """
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        field: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+        response: httpx.Response | None = None,
+    ) -> None:
+        super().__init__(detail, field=field)
+        if status is not None:
+            self.status = status
+        if code is not None:
+            self.code = code
+        self.response = response
+
+
+class InvalidInput(APIError, domain.BadInput):
+    """400 ``invalid`` or ``parse_error``; ``field`` names the first bad field."""
+
+    status = 400
+    code = "invalid"
+
+
+class NotAuthenticated(APIError):
+    status = 401
+    code = "not_authenticated"
+
+
+class PermissionDenied(APIError, PermissionError):
+    status = 403
+    code = "permission_denied"
+
+
+class NotFound(APIError, domain.NotFound):
+    pass
+
+
+class ScopeNotFound(NotFound, domain.ScopeNotFound):
+    pass
+
+
+class VariableNotFound(NotFound, domain.VariableNotFound):
+    pass
+
+
+class PauseNotFound(NotFound, domain.PauseNotFound):
+    pass
+
+
+class RunNotFound(NotFound, domain.RunNotFound):
+    pass
+
+
+class ApprovalRequestNotFound(NotFound, domain.ApprovalRequestNotFound):
+    pass
+
+
+class Conflict(APIError, domain.Conflict):
+    pass
+
+
+class TypeConflict(Conflict, domain.TypeConflict):
+    pass
+
+
+class VersionMismatch(APIError, domain.VersionMismatch):
+    pass
+
+
+class AlreadyClaimed(Conflict, domain.AlreadyClaimed):
+    pass
+
+
+class AlreadyResolved(Conflict, domain.AlreadyResolved):
+    pass
+
+
+class QuestionSuperseded(Conflict, domain.QuestionSuperseded):
+    pass
+
+
+class NotClaimed(Conflict, domain.NotClaimed):
+    pass
+
+
+class NotPending(Conflict, domain.NotPending):
+    pass
+
+
+class RunExists(Conflict, domain.RunExists):
+    pass
+
+
+class AlreadyDecided(Conflict, domain.AlreadyDecided):
+    pass
+
+
+class Expired(APIError, domain.Expired):
+    pass
+
+
+class PauseExpired(Expired, domain.PauseExpired):
+    pass
+
+
+class ApprovalRequestExpired(Expired, domain.ApprovalRequestExpired):
+    pass
+
+
+class BodyTooLarge(APIError):
+    status = 413
+    code = "body_too_large"
+
+
+class ServiceUnavailable(APIError):
+    """503: the server's database is unreachable; nothing was changed."""
+
+    status = 503
+    code = "service_unavailable"
+
+
+class Unreachable(ServiceUnavailable, ConnectionError):
+    """No answer: the connection failed or timed out (``status`` 0)."""
+
+    status = 0
+    code = "unreachable"
+
+
+_BY_CODE: dict[str, type[APIError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidInput, NotAuthenticated, PermissionDenied, NotFound, ScopeNotFound,
+        VariableNotFound, PauseNotFound, RunNotFound, ApprovalRequestNotFound, Conflict,
+        TypeConflict, VersionMismatch, AlreadyClaimed, AlreadyResolved, QuestionSuperseded,
+        NotClaimed, NotPending, RunExists, AlreadyDecided, Expired, BodyTooLarge,
+        ServiceUnavailable,
+    )
+}
+_BY_CODE["parse_error"] = InvalidInput
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: InvalidInput, 401: NotAuthenticated, 403: PermissionDenied, 404: NotFound,
+    409: Conflict, 410: Expired, 412: VersionMismatch, 413: BodyTooLarge, 503: ServiceUnavailable,
+}
+
+E = TypeVar("E", bound=APIError)
+
+
+def error_from_response(
+    response: httpx.Response,
+    *,
+    not_found: type[NotFound] = NotFound,
+    expired: type[Expired] = Expired,
+) -> APIError:
+    """The exception for an error response, by its ``code`` first, else its status.
+
+    ``not_found`` and ``expired`` refine the generic codes by the endpoint
+    (``expired`` is one code for pauses and approval requests alike).
+    """
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        body = {}
+    code = body.get("code") if isinstance(body.get("code"), str) else None
+    detail = body.get("detail") if isinstance(body.get("detail"), str) else None
+    cls = _BY_CODE.get(code or "") or _BY_STATUS.get(response.status_code, APIError)
+    if cls is NotFound:
+        cls = not_found
+    elif cls is Expired:
+        cls = expired
+    return cls(
+        detail or f"HTTP {response.status_code}: {response.reason_phrase}",
+        field=body.get("field") if isinstance(body.get("field"), str) else None,
+        status=response.status_code,
+        code=code,
+        response=response,
+    )
+
+
+# Response shapes.
+
+
+class PutResult(TypedDict):
+    scope: str
+    name: str
+    value: Any
+    version: int
+
+
+class PushResult(TypedDict):
+    scope: str
+    name: str
+    length: int
+    version: int
+
+
+class ScopeInfo(TypedDict):
+    scope: str
+    owner: str | None
+    variables: int
+    created_at: str
+
+
+class Pause(TypedDict, total=False):
+    chat_id: str
+    tool_call_id: str
+    owner: str
+    question_id: str
+    status: str
+    expires_at: str
+    payload: Any
+
+
+class Usage(TypedDict):
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+
+
+ApprovalRecords = dict[str, dict[str, bool | list[str]]]
+
+
+class RunJSON(TypedDict):
+    run_id: str
+    context: Any
+    usage: Usage
+    approvals: ApprovalRecords
+
+
+class ApprovalRequest(TypedDict):
+    id: int
+    run_id: str
+    tool_name: str
+    call_id: str
+    arguments: Any
+    status: str
+    decided_by: str | None
+    decided_at: str | None
+    reason: str
+    created_at: str
+
+
+Auth = httpx.Auth | tuple[str, str] | None
+
+
+class TokenAuth(httpx.Auth):
+    """DRF's ``Authorization: Token KEY``."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def auth_flow(self, request: httpx.Request):
+        request.headers["Authorization"] = f"Token {self.token}"
+        yield request
+
+
+class AgentStateClient:
+    """Every endpoint of the REST API, one method each.
+
+    ``base_url`` is where ``agentstate.api.urls`` is mounted (the demo:
+    ``http://host:8000/api/``). Authenticate with ``token=`` (DRF authtoken)
+    or ``auth=(username, password)`` (basic) or any ``httpx.Auth``.
+    ``retries`` is how many times a safe request is repeated after the
+    first attempt; ``backoff`` the first delay in seconds, doubled each time.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None = None,
+        auth: Auth = None,
+        timeout: float = 10.0,
+        retries: int = 3,
+        backoff: float = 0.2,
+        max_backoff: float = 5.0,
+        transport: httpx.BaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if token is not None and auth is not None:
+            raise ValueError("Give token or auth, not both.")
+        self.retries = max(0, retries)
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self._http = httpx.Client(
+            base_url=base_url.rstrip("/") + "/",
+            auth=TokenAuth(token) if token is not None else auth,
+            timeout=timeout,
+            transport=transport,
+            headers={"Accept": "application/json", **(headers or {})},
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> AgentStateClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # The one place that sends, retries and maps errors.
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        idempotent: bool,
+        not_found: type[NotFound] = NotFound,
+        expired: type[Expired] = Expired,
+    ) -> httpx.Response:
+        kwargs: dict[str, Any] = {}
+        params = {k: v for k, v in (params or {}).items() if v is not None}
+        if params:  # an empty mapping would drop the query of a ``next`` link
+            kwargs["params"] = params
+        if json is not None:
+            kwargs["json"] = json
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                response = self._http.request(method, path, **kwargs)
+            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
+                # Nothing reached the server: repeating is safe for any request.
+                if last:
+                    raise Unreachable(f"{method} {path}: {error}") from error
+                self._sleep(attempt, None)
+                continue
+            except httpx.TransportError as error:
+                if last or not idempotent:
+                    raise Unreachable(f"{method} {path}: {error}") from error
+                self._sleep(attempt, None)
+                continue
+            if response.status_code == 503 and idempotent and not last:
+                self._sleep(attempt, response.headers.get("Retry-After"))
+                continue
+            if response.is_success:
+                return response
+            raise error_from_response(response, not_found=not_found, expired=expired)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _sleep(self, attempt: int, retry_after: str | None) -> None:
+        delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.0)
+        if retry_after and retry_after.isdigit():
+            delay = max(delay, min(self.max_backoff, float(retry_after)))
+        logger.info("agentstate: retrying in %.2fs", delay)
+        time.sleep(delay)
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._request(method, path, **kwargs).json()
+
+    def _pages(self, path: str, params: Mapping[str, Any]) -> Iterator[Any]:
+        """Every result of a paginated list, following ``next`` links."""
+        page = self._json("GET", path, params=params, idempotent=True)
+        while True:
+            yield from page["results"]
+            if not page.get("next"):
+                return
+            page = self._json("GET", page["next"], idempotent=True)
+
+    # Context variables.
+
+    def get(
+        self, scope: str, names: list[str] | None = None, *, owner: str | None = None
+    ) -> dict[str, Any]:
+        """A map with an entry for every requested name (``None`` when absent); no names: all."""
+        params = {"scope": scope, "name": list(names or []), "owner": owner}
+        return self._json(
+            "GET", "context/", params=params, idempotent=True, not_found=ScopeNotFound
+        )["values"]
+
+    def put(
+        self,
+        scope: str,
+        name: str,
+        value: Any,
+        *,
+        if_version: int | None = None,
+        owner: str | None = None,
+    ) -> PutResult:
+        """Store ``value``; with ``if_version``, only over that version (0: absent)."""
+        body = _body(scope=scope, name=name, value=value, if_version=if_version, owner=owner)
+        body["value"] = value  # null is a value, not an omission
+        return self._json("PUT", "context/", json=body, idempotent=if_version is None)
+
+    def delete(self, scope: str, name: str, *, owner: str | None = None) -> None:
+        params = {"scope": scope, "name": name, "owner": owner}
+        self._request("DELETE", "context/", params=params, idempotent=False, not_found=ScopeNotFound)
+
+    def push(self, scope: str, name: str, value: Any, *, owner: str | None = None) -> PushResult:
+        """Append ``value`` (absent: ``[value]``; a string ``s``: ``[s, value]``); never retried."""
+        body = _body(scope=scope, name=name, owner=owner)
+        body["value"] = value
+        return self._json("POST", "context/push/", json=body, idempotent=False)
+
+    def pop(
+        self,
+        scope: str,
+        name: str,
+        mode: Literal["LIFO", "FIFO"] | str = "LIFO",
+        *,
+        owner: str | None = None,
+    ) -> Any:
+        """Remove and return a string, or a list's last (LIFO) or first (FIFO) element."""
+        body = _body(scope=scope, name=name, mode=mode, owner=owner)
+        return self._json(
+            "POST", "context/pop/", json=body, idempotent=False, not_found=ScopeNotFound
+        )["value"]
+
+    def list_scopes(
+        self, prefix: str | None = None, *, owner: str | None = None, page_size: int | None = None
+    ) -> list[ScopeInfo]:
+        return list(
+            self._pages("scopes/", {"prefix": prefix, "owner": owner, "page_size": page_size})
+        )
+
+    def delete_scope(self, scope: str, *, owner: str | None = None) -> None:
+        params = {"scope": scope, "owner": owner}
+        self._request("DELETE", "scopes/", params=params, idempotent=False, not_found=ScopeNotFound)
+
+    def get_state(self, scope: str, key: str, default: Any = None, *, owner: str | None = None) -> Any:
+        """The value, or ``default`` when absent, the scope unknown or the server unreachable."""
+        try:
+            values = self.get(scope, [key], owner=owner)
+        except domain.ScopeNotFound:
+            return default
+        except Exception:
+            logger.warning("get_state(%r, %r) failed; returning the default", scope, key, exc_info=True)
+            return default
+        # REST answers null for an absent name, so a stored null reads as absent here.
+        value = values.get(key)
+        return default if value is None else value
+
+    def set_state(self, scope: str, key: str, value: Any, *, owner: str | None = None) -> PutResult:
+        """Like ``put``, raising on any failure: a lost write is never silent."""
+        return self.put(scope, key, value, owner=owner)
+
+    # Paused runs.
+
+    def put_pause(
+        self,
+        chat_id: str,
+        tool_call_id: str,
+        owner: str,
+        payload: Any,
+        *,
+        ttl_seconds: int | None = None,
+    ) -> Pause:
+        """Keep a pause pending under a new question id (in the result), replacing any earlier."""
+        body = _body(
+            chat_id=chat_id, tool_call_id=tool_call_id, owner=owner, ttl_seconds=ttl_seconds
+        )
+        body["payload"] = payload
+        return self._json("POST", "pauses/", json=body, idempotent=False)
+
+    def list_pauses(
+        self,
+        *,
+        status: str | None = None,
+        owner: str | None = None,
+        chat_id: str | None = None,
+        tool_call_id: str | None = None,
+        page_size: int | None = None,
+    ) -> list[Pause]:
+        params = {
+            "status": status, "owner": owner, "chat_id": chat_id,
+            "tool_call_id": tool_call_id, "page_size": page_size,
+        }
+        return list(self._pages("pauses/", params))
+
+    def claim(
+        self, chat_id: str, tool_call_id: str, question_id: str, *, owner: str | None = None
+    ) -> Pause:
+        """Claim a pending pause exactly once; its payload is in the result. Never retried."""
+        body = _body(chat_id=chat_id, tool_call_id=tool_call_id, question_id=question_id, owner=owner)
+        return self._pause_call("claim/", body)
+
+    def resolve(self, chat_id: str, tool_call_id: str) -> Pause:
+        return self._pause_call("resolve/", {"chat_id": chat_id, "tool_call_id": tool_call_id})
+
+    def cancel(self, chat_id: str, tool_call_id: str) -> None:
+        self._request(
+            "POST", "pauses/cancel/", json={"chat_id": chat_id, "tool_call_id": tool_call_id},
+            idempotent=False, not_found=PauseNotFound, expired=PauseExpired,
+        )
+
+    def _pause_call(self, action: str, body: dict[str, Any]) -> Pause:
+        return self._json(
+            "POST", "pauses/" + action, json=body, idempotent=False,
+            not_found=PauseNotFound, expired=PauseExpired,
+        )
+
+    # Runs, usage and approval records.
+
+    def create_run(self, run_id: str | None = None, context: Any = None) -> RunJSON:
+        """A new run (``run_id`` generated when omitted); ``RunExists`` if taken."""
+        body = _body(run_id=run_id)
+        if context is not None:
+            body["context"] = context
+        return self._json("POST", "runs/", json=body, idempotent=False)
+
+    def get_run(self, run_id: str) -> RunJSON:
+        return self._run_call("GET", run_id, "")
+
+    def update_run(self, run_id: str, context: Any) -> RunJSON:
+        """Replace the run's ``context``."""
+        return self._run_call("PATCH", run_id, "", json={"context": context}, idempotent=True)
+
+    def add_usage(
+        self,
+        run_id: str,
+        requests: int = 1,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        total_tokens: int | None = None,
+        cached_tokens: int = 0,
+        reasoning_tokens: int = 0,
+    ) -> Usage:
+        """Add to the run's usage (total defaults to input + output); never retried."""
+        body = _body(
+            requests=requests, input_tokens=input_tokens, output_tokens=output_tokens,
+            total_tokens=total_tokens, cached_tokens=cached_tokens,
+            reasoning_tokens=reasoning_tokens,
+        )
+        return self._run_call("POST", run_id, "usage/", json=body, idempotent=False)
+
+    def is_tool_approved(self, run_id: str, tool_name: str, call_id: str) -> bool | None:
+        """``True``, ``False``, or ``None`` while the call is undecided."""
+        params = {"tool_name": tool_name, "call_id": call_id}
+        return self._run_call("GET", run_id, "approvals/", params=params)["approved"]
+
+    def approvals(self, run_id: str) -> ApprovalRecords:
+        return self._run_call("GET", run_id, "approvals/")
+
+    def approve(self, run_id: str, tool_name: str, call_id: str, *, always: bool = False) -> ApprovalRecords:
+        body = {"tool_name": tool_name, "call_id": call_id, "always": always}
+        return self._run_call("POST", run_id, "approvals/approve/", json=body, idempotent=True)
+
+    def reject(self, run_id: str, tool_name: str, call_id: str, *, always: bool = False) -> ApprovalRecords:
+        body = {"tool_name": tool_name, "call_id": call_id, "always": always}
+        return self._run_call("POST", run_id, "approvals/reject/", json=body, idempotent=True)
+
+    def rebuild_approvals(self, run_id: str, records: ApprovalRecords) -> ApprovalRecords:
+        """Replace every approval record of the run."""
+        return self._run_call("PUT", run_id, "approvals/", json=records, idempotent=True)
+
+    def request_approval(
+        self, run_id: str, tool_name: str, call_id: str, arguments: Any = None
+    ) -> tuple[ApprovalRequest, bool]:
+        """The run's request for this call and whether it was created now (idempotent)."""
+        body: dict[str, Any] = {"tool_name": tool_name, "call_id": call_id}
+        if arguments is not None:
+            body["arguments"] = arguments
+        response = self._request(
+            "POST", _run_path(run_id, "approval-requests/"), json=body, idempotent=True,
+            not_found=RunNotFound,
+        )
+        return response.json(), response.status_code == 201
+
+    def _run_call(
+        self,
+        method: str,
+        run_id: str,
+        action: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        idempotent: bool | None = None,
+    ) -> Any:
+        return self._json(
+            method, _run_path(run_id, action), params=params, json=json,
+            idempotent=method == "GET" if idempotent is None else idempotent,
+            not_found=RunNotFound,
+        )
+
+    # The review queue.
+
+    def list_approval_requests(
+        self,
+        *,
+        status: str | None = None,
+        tool_name: str | None = None,
+        run_id: str | None = None,
+        page_size: int | None = None,
+    ) -> list[ApprovalRequest]:
+        params = {"status": status, "tool_name": tool_name, "run_id": run_id, "page_size": page_size}
+        return list(self._pages("approval-requests/", params))
+
+    def get_approval_request(self, request_id: int) -> ApprovalRequest:
+        return self._json(
+            "GET", f"approval-requests/{int(request_id)}/", idempotent=True,
+            not_found=ApprovalRequestNotFound,
+        )
+
+    def decide(
+        self,
+        request_id: int,
+        decision: Literal["approve", "reject"],
+        *,
+        always: bool = False,
+        reason: str = "",
+    ) -> ApprovalRequest:
+        """Approve or reject a pending request exactly once; never retried."""
+        return self._json(
+            "POST", f"approval-requests/{int(request_id)}/decide/",
+            json={"decision": decision, "always": always, "reason": reason},
+            idempotent=False, not_found=ApprovalRequestNotFound, expired=ApprovalRequestExpired,
+        )
+
+
+def _body(**fields: Any) -> dict[str, Any]:
+    """A request body without the optional fields left as ``None``."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def _run_path(run_id: str, action: str) -> str:
+    return f"runs/{quote(run_id, safe='')}/{action}"
+
+
+# ToolContext over REST.
+
+
+class RemoteSharedState:
+    """A handle on one scope of one server: what contexts pass to share state."""
+
+    def __init__(self, client: AgentStateClient, scope: str, owner: str | None = None) -> None:
+        self.client = client
+        self.scope = scope
+        self.owner = owner
+
+    def __repr__(self) -> str:
+        return f"RemoteSharedState(scope={self.scope!r}, owner={self.owner!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, RemoteSharedState)
+            and (other.client, other.scope, other.owner) == (self.client, self.scope, self.owner)
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self.client), self.scope, self.owner))
+
+
+T = TypeVar("T")
+
+
+class RemoteToolContext:
+    """``agentstate.toolcontext.ToolContext`` with its state kept over REST.
+
+    A conversation id, a shared state handle (a scope on the server) and
+    typed extensions (in-process objects keyed by type, never sent). Over
+    REST the actor recorded for a change is the authenticated user.
+    """
+
+    def __init__(
+        self,
+        client: AgentStateClient,
+        *,
+        conversation_id: str | None = None,
+        shared_state: RemoteSharedState | None = None,
+        _extensions: dict[type, Any] | None = None,
+    ) -> None:
+        self.client = client
+        self._conversation_id = conversation_id
+        self._state = shared_state or RemoteSharedState(client, f"toolcontext-{uuid.uuid4()}")
+        self._extensions = {} if _extensions is None else _extensions
+
+    def _derive(self, **changes: Any) -> RemoteToolContext:
+        fields = {
+            "conversation_id": self._conversation_id,
+            "shared_state": self._state,
+            "_extensions": self._extensions,
+        }
+        fields.update(changes)
+        return RemoteToolContext(self.client, **fields)
+
+    @property
+    def conversation_id(self) -> str | None:
+        return self._conversation_id
+
+    def with_conversation_id(self, conversation_id: str) -> RemoteToolContext:
+        return self._derive(conversation_id=conversation_id)
+
+    def with_caller(self, conversation_id: str) -> RemoteToolContext:
+        """Another identity sharing this context's state and extensions."""
+        return self._derive(conversation_id=conversation_id)
+
+    def with_shared_state(self, handle: RemoteSharedState) -> RemoteToolContext:
+        return self._derive(shared_state=handle)
+
+    def shared_state(self) -> RemoteSharedState:
+        return self._state
+
+    def get_state(self, key: str, default: Any = None) -> Any:
+        """Never fails: the value, or ``default`` (absent, unknown scope, unreachable)."""
+        return self._state.client.get_state(self._state.scope, key, default, owner=self._state.owner)
+
+    def set_state(self, key: str, value: Any) -> None:
+        """Raises on any failure: a lost write is never silent."""
+        self._state.client.set_state(self._state.scope, key, value, owner=self._state.owner)
+
+    def set_ext(self, value: Any) -> None:
+        self._extensions[type(value)] = value
+
+    def get_ext(self, cls: type[T]) -> T | None:
+        return self._extensions.get(cls)
