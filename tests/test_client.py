@@ -191,54 +191,66 @@ def test_unreachable_server_is_retried_then_reported(live_server):
     assert attempts == ["POST"] * 3  # nothing was sent: even a push may be repeated
 
 
-def relay(live_server, fail: list):
-    """A transport that fails with ``fail``'s items first, then reaches the live server."""
-    real = httpx.HTTPTransport()
-    seen: list[str] = []
+@pytest.fixture
+def relay():
+    """``relay(fail)``: a transport failing with ``fail``'s items first, then reaching the server.
 
-    def handle(request: httpx.Request) -> httpx.Response:
-        seen.append(f"{request.method} {request.url.path}")
-        if fail:
-            outcome = fail.pop(0)
-            if isinstance(outcome, Exception):
-                raise outcome
-            return httpx.Response(
-                outcome, json={"detail": "down", "code": "service_unavailable"},
-                headers={"Retry-After": "0"},
-            )
-        return real.handle_request(request)
+    Returns the transport and the list of requests it saw.
+    """
+    opened: list[httpx.HTTPTransport] = []
 
-    return httpx.MockTransport(handle), seen
+    def make(fail: list):
+        real = httpx.HTTPTransport()
+        opened.append(real)
+        seen: list[str] = []
+
+        def handle(request: httpx.Request) -> httpx.Response:
+            seen.append(f"{request.method} {request.url.path}")
+            if fail:
+                outcome = fail.pop(0)
+                if isinstance(outcome, Exception):
+                    raise outcome
+                return httpx.Response(
+                    outcome, json={"detail": "down", "code": "service_unavailable"},
+                    headers={"Retry-After": "0"},
+                )
+            return real.handle_request(request)
+
+        return httpx.MockTransport(handle), seen
+
+    yield make
+    for transport in opened:  # open keep-alive sockets would hold the server's connections
+        transport.close()
 
 
-def test_reads_are_retried_on_503_and_read_errors(remote, alice, live_server):
+def test_reads_are_retried_on_503_and_read_errors(remote, alice, relay):
     remote(alice).put("s", "x", 1)
-    transport, seen = relay(live_server, [503, httpx.ReadError("reset")])
+    transport, seen = relay([503, httpx.ReadError("reset")])
     client = remote(alice, transport=transport)
     assert client.get("s", ["x"]) == {"x": 1}
     assert seen == ["GET /api/context/"] * 3
 
 
-def test_non_idempotent_writes_are_not_retried_after_the_request_left(remote, alice, live_server):
+def test_non_idempotent_writes_are_not_retried_after_the_request_left(remote, alice, relay):
     remote(alice).put("s", "x", [1])
-    transport, seen = relay(live_server, [503, 503])
+    transport, seen = relay([503, 503])
     with pytest.raises(ServiceUnavailable) as caught:
         remote(alice, transport=transport).push("s", "x", 2)
     assert (caught.value.status, caught.value.code) == (503, "service_unavailable")
-    transport, seen = relay(live_server, [httpx.ReadError("reset")])
+    transport, seen = relay([httpx.ReadError("reset")])
     with pytest.raises(Unreachable):
         remote(alice, transport=transport).pop("s", "x")
-    transport, seen = relay(live_server, [503])
+    transport, seen = relay([503])
     with pytest.raises(ServiceUnavailable):
         remote(alice, transport=transport).put("s", "x", 3, if_version=1)
     assert remote(alice).get("s", ["x"]) == {"x": [1]}
-    transport, seen = relay(live_server, [503, 503])
+    transport, seen = relay([503, 503])
     assert remote(alice, transport=transport).put("s", "x", 3)["value"] == 3
     assert len(seen) == 3
 
 
-def test_retries_are_bounded(remote, alice, live_server):
-    transport, seen = relay(live_server, [503] * 10)
+def test_retries_are_bounded(remote, alice, relay):
+    transport, seen = relay([503] * 10)
     with pytest.raises(ServiceUnavailable):
         remote(alice, transport=transport, retries=2).get("s")
     assert len(seen) == 3
