@@ -26,13 +26,16 @@ def atomic_retry(func: Callable[P, R]) -> Callable[P, R]:
     """Run ``func`` in one transaction, retried when it lost a race.
 
     Inside an enclosing transaction there is nothing to retry (the caller's
-    transaction is already broken), so the error goes up unchanged.
+    transaction is already broken), so the error goes up unchanged; the
+    function still runs in a savepoint, so a refusal raised halfway leaves
+    none of its writes in the caller's transaction.
     """
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         if connection.in_atomic_block:
-            return func(*args, **kwargs)
+            with transaction.atomic():
+                return func(*args, **kwargs)
         for attempt in range(ATTEMPTS):
             try:
                 with transaction.atomic():

@@ -46,39 +46,50 @@ def check_run_id(value: Any, field: str = "run_id") -> str:
     return value
 
 
-def json_problem(value: Any, max_depth: int | None = None) -> str | None:
-    """Why a decoded JSON value cannot be stored, or None.
+def json_problem_at(value: Any, max_depth: int | None = None) -> tuple[str, str] | None:
+    """Where and why a decoded JSON value cannot be stored, or None.
 
-    Depth counts the outer value as 1. Iterative, so a hostile nesting cannot
-    exhaust the stack.
+    The place is a dotted path from the outer value (``""`` for the value
+    itself, ``"value.2.key"`` inside it), so a client is told which field is
+    bad. Depth counts the outer value as 1. Iterative, so a hostile nesting
+    cannot exhaust the stack.
     """
-    stack = [(value, 1)]
+    stack: list[tuple[Any, int, str]] = [(value, 1, "")]
     while stack:
-        item, depth = stack.pop()
+        item, depth, path = stack.pop()
         if max_depth is not None and depth > max_depth:
-            return f"is nested deeper than {max_depth} levels"
+            return "", f"is nested deeper than {max_depth} levels"
         if isinstance(item, str):
             problem = text_problem(item)
             if problem:
-                return problem
+                return path, problem
         elif isinstance(item, bool) or item is None or isinstance(item, int):
             continue
         elif isinstance(item, float):
             if not math.isfinite(item):
-                return "must not contain NaN or Infinity"
+                return path, "must not contain NaN or Infinity"
         elif isinstance(item, dict):
-            for key, child in item.items():
+            for key, child in reversed(item.items()):
                 if not isinstance(key, str):
-                    return "has an object key that is not a string"
+                    return path, "has an object key that is not a string"
                 problem = text_problem(key)
                 if problem:
-                    return problem
-                stack.append((child, depth + 1))
+                    return path, f"has an object key that {problem}"
+                stack.append((child, depth + 1, f"{path}.{key}" if path else key))
         elif isinstance(item, list | tuple):
-            stack.extend((child, depth + 1) for child in item)
+            stack.extend(
+                (child, depth + 1, f"{path}.{index}" if path else str(index))
+                for index, child in reversed(list(enumerate(item)))
+            )
         else:
-            return f"holds a {type(item).__name__}, which is not JSON"
+            return path, f"holds a {type(item).__name__}, which is not JSON"
     return None
+
+
+def json_problem(value: Any, max_depth: int | None = None) -> str | None:
+    """Why a decoded JSON value cannot be stored, or None (see ``json_problem_at``)."""
+    found = json_problem_at(value, max_depth)
+    return found[1] if found else None
 
 
 def check_json(value: Any, field: str, max_depth: int | None = None) -> Any:

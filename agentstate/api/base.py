@@ -3,15 +3,49 @@ permissions and schema, so the API behaves the same in any site. Only
 authentication comes from the site's DRF settings.
 """
 
+import io
+
 from rest_framework.renderers import JSONRenderer
 from rest_framework.serializers import ListField
 from rest_framework.views import APIView
+
+from agentstate.conf import agentstate_settings
 
 from .errors import exception_handler
 from .pagination import Pagination
 from .parsers import BoundedJSONParser
 from .permissions import IsAuthenticated
 from .schema import AgentStateSchema
+
+
+def _read_at_most(stream, size: int) -> bytes:
+    chunks, remaining = [], size
+    while remaining > 0:
+        chunk = stream.read(min(remaining, 64 * 1024))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def buffer_unsized_body(request) -> None:
+    """Make a chunked body (no Content-Length) visible to the parser, bounded.
+
+    Django reads a body without Content-Length as empty, so a chunked request
+    would be silently treated as ``{}``. When the WSGI server has de-chunked
+    the input (``wsgi.input_terminated``, as gunicorn does), read at most
+    ``MAX_BODY_BYTES + 1`` bytes of it and declare what was read; the parser
+    then refuses an oversized body with 413 like any other.
+    """
+    meta = request.META
+    if meta.get("CONTENT_LENGTH") or not meta.get("wsgi.input_terminated"):
+        return
+    if getattr(request, "_read_started", False) or "wsgi.input" not in meta:
+        return
+    raw = _read_at_most(meta["wsgi.input"], agentstate_settings.MAX_BODY_BYTES + 1)
+    request._stream = io.BytesIO(raw)
+    meta["CONTENT_LENGTH"] = str(len(raw))
 
 
 class AgentStateAPIView(APIView):
@@ -21,6 +55,10 @@ class AgentStateAPIView(APIView):
     throttle_classes: list = []
     pagination_class = Pagination
     schema = AgentStateSchema()
+
+    def initialize_request(self, request, *args, **kwargs):
+        buffer_unsized_body(request)
+        return super().initialize_request(request, *args, **kwargs)
 
     def get_exception_handler(self):
         return exception_handler

@@ -13,6 +13,12 @@ from agentstate.validation import check_json, check_run_id, text_problem
 
 
 class StrictCharField(serializers.CharField):
+    """A string kept exactly as sent: no number coerced, no whitespace trimmed."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
     def to_internal_value(self, data):
         if not isinstance(data, str):
             raise serializers.ValidationError("Must be a string.", code="invalid")

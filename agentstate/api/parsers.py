@@ -2,7 +2,8 @@
 
 The body is refused before it is decoded when it is larger than
 ``MAX_BODY_BYTES`` (413), and after decoding when it is nested deeper than
-``MAX_JSON_DEPTH`` or holds what no JSON column can store (400).
+``MAX_JSON_DEPTH`` or holds what no JSON column can store (400, naming the
+field when the problem is inside the body's outer value).
 """
 
 import json
@@ -11,7 +12,8 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
 
 from agentstate.conf import agentstate_settings
-from agentstate.validation import json_problem
+from agentstate.exceptions import BadInput
+from agentstate.validation import json_problem_at
 
 from .errors import BodyTooLarge
 
@@ -36,7 +38,10 @@ class BoundedJSONParser(BaseParser):
             data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
         except (UnicodeDecodeError, ValueError, RecursionError) as error:
             raise ParseError(f"JSON parse error: {error}") from error
-        problem = json_problem(data, agentstate_settings.MAX_JSON_DEPTH)
-        if problem:
+        found = json_problem_at(data, agentstate_settings.MAX_JSON_DEPTH)
+        if found:
+            path, problem = found
+            if path:
+                raise BadInput(f"{path}: {problem}.", field=path)
             raise ParseError(f"The request body {problem}.")
         return data
