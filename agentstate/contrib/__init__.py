@@ -1,0 +1,1 @@
+"""Integrations with agent runtimes; each module imports its runtime only when used."""
