@@ -233,7 +233,7 @@ def test_postgresql_restart_under_load_loses_no_acknowledged_write_and_claims_no
         session = requests.Session()
         session.headers["Authorization"] = f"Token {token}"
         pauses = []
-        for n in range(60):
+        for n in range(400):
             created = session.post(f"{server.url}/api/pauses/", json={
                 "chat_id": "restart", "tool_call_id": f"call-{n}", "owner": "agent", "payload": {"n": n},
             }, timeout=30)
@@ -272,7 +272,7 @@ def test_postgresql_restart_under_load_loses_no_acknowledged_write_and_claims_no
 
         # No pause claimed twice; every acknowledged claim is stored.
         assert all(count == 1 for count in load.claims_won.values()), load.claims_won
-        listed = session.get(f"{server.url}/api/pauses/", params={"chat_id": "restart", "page_size": 100},
+        listed = session.get(f"{server.url}/api/pauses/", params={"chat_id": "restart", "page_size": 500},
                              timeout=30).json()["results"]
         status_of = {row["tool_call_id"]: row["status"] for row in listed}
         assert all(status_of[call] == "claimed" for call in load.claims_won), status_of
