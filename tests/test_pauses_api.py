@@ -15,6 +15,12 @@ KEYS = {"chat_id", "tool_call_id", "owner", "question_id", "status", "payload", 
         "expires_at", "claimed_at", "claimed_by", "resolved_at"}
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """The users here never log in with their password; hashing it slowly only costs time."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def create(api, owner="alice", chat_id="chat", tool_call_id="call", payload=None, **extra):
     body = {"chat_id": chat_id, "tool_call_id": tool_call_id, "owner": owner, "payload": payload, **extra}
     return api.post(URL, body, format="json")
