@@ -63,10 +63,10 @@ class PausesView(AgentStateAPIView):
     def get(self, request):
         q = self.query(s.PauseQuery)
         rows = pauses.with_current_status(visible_pauses(request.user))
-        filters = {name: q[name] for name in ("owner", "chat_id", "tool_call_id") if name in q}
+        rows = rows.filter(**{name: q[name] for name in ("owner", "chat_id", "tool_call_id") if name in q})
         if "status" in q:
-            filters["current_status"] = q["status"]
-        return self.paginate(rows.filter(**filters).order_by("-created_at", "-pk"), s.PauseSerializer)
+            rows = rows.filter(pauses.in_status(q["status"]))
+        return self.paginate(rows.order_by("-created_at", "-pk"), s.PauseSerializer)
 
     @documented(request=s.PauseCreateRequest, responses={201: s.PauseSerializer}, operation_id="pauses_create")
     def post(self, request):

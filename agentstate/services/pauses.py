@@ -17,7 +17,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import Case, CharField, DateTimeField, F, QuerySet, Value, When
+from django.db.models import Case, CharField, DateTimeField, F, Q, QuerySet, Value, When
 from django.db.models.expressions import ExpressionWrapper
 from django.db.models.functions import Now
 
@@ -99,6 +99,18 @@ def with_current_status(pauses: QuerySet) -> QuerySet:
             output_field=CharField(),
         )
     )
+
+
+def in_status(status: str) -> Q:
+    """The pauses whose current status (see ``with_current_status``) is ``status``.
+
+    Written on the stored columns, so the (status, expires_at) index serves it.
+    """
+    if status == Status.PENDING:
+        return Q(status=Status.PENDING, expires_at__gt=Now())
+    if status == Status.EXPIRED:
+        return Q(status=Status.EXPIRED) | Q(status=Status.PENDING, expires_at__lte=Now())
+    return Q(status=status)
 
 
 @atomic_retry
