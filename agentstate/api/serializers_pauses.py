@@ -59,7 +59,7 @@ class PauseSerializer(serializers.ModelSerializer):
     """A pause as REST shows it; a pending one past its expiry reads ``expired``."""
 
     status = serializers.SerializerMethodField()
-    payload = serializers.JSONField(allow_null=True)
+    payload = serializers.JSONField(allow_null=True, read_only=True)
 
     class Meta:
         model = PausedRun
