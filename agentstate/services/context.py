@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-
 from django.db import OperationalError
 
 from agentstate.db import ATTEMPTS, atomic_retry, snapshot
@@ -103,9 +102,9 @@ def _list_values(variables: list[Variable]) -> dict[int, list[Any]]:
     return lists
 
 
-def _check_args(scope: str, name: str | None = None) -> None:
+def _check_args(scope: str, *names: str) -> None:
     check_key(scope, "scope")
-    if name is not None:
+    for name in names:
         check_key(name, "name")
 
 
@@ -122,6 +121,8 @@ def put(
     """Store ``value`` as it is; with ``if_version``, only over that version (0: absent)."""
     _check_args(scope, name)
     check_json(value, "value")
+    if isinstance(value, tuple):
+        value = list(value)
     if if_version is not None and (
         isinstance(if_version, bool) or not isinstance(if_version, int) or if_version < 0
     ):
@@ -147,9 +148,9 @@ def put(
 
 def _present(scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any]:
     """The stored values of ``names`` (all when empty), absent ones left out."""
-    _check_args(scope)
-    for name in names or ():
-        check_key(name, "name")
+    if isinstance(names, str):
+        raise BadInput("names must be a list of names, not one string.", field="name")
+    _check_args(scope, *(names or ()))
     with snapshot():
         variables = find_scope(scope, owner).variables.all()
         if names:
