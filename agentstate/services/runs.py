@@ -1,0 +1,324 @@
+"""Runs, token usage and approval records (SPEC section 3).
+
+After the OpenAI Agents SDK's ``RunContextWrapper``: a run keeps the
+application's JSON context, accumulated usage, and per tool an approval
+record ``{"approved": true | false | [call ids], "rejected": ...}``. A
+boolean side is stored in ``ApprovalRecord.approved_always`` /
+``rejected_always``; a list side is ``None`` there and its call ids are
+``ApprovalCall`` rows, each with who decided, when and why. ``records()``
+maps them back to exactly the SDK's JSON, so a client can hand it back.
+
+Every change of a run's records locks the run's row first (one lock order
+for approve, reject, rebuild and ``approvals.decide``). Usage is added with
+``F()`` expressions in one UPDATE, so concurrent additions never lose one.
+"""
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib.auth.base_user import AbstractBaseUser
+from django.db.models import F, QuerySet
+
+from agentstate import events
+from agentstate.db import atomic_retry
+from agentstate.exceptions import BadInput, RunExists, RunNotFound
+from agentstate.models import ApprovalCall, ApprovalRecord, Run
+from agentstate.validation import check_json, check_key, check_run_id, text_problem
+
+User = AbstractBaseUser | None
+Records = dict[str, dict[str, bool | list[str]]]
+
+MAX_INCREMENT = 2**53
+# Plain strings: a TextChoices member hashes by its name, not its value.
+APPROVE, REJECT = str(ApprovalCall.Decision.APPROVE.value), str(ApprovalCall.Decision.REJECT.value)
+SIDES = {"approved": APPROVE, "rejected": REJECT}
+
+
+def real_user(user: Any) -> Any:
+    """The user to store as who did it: ``None`` for anonymous or no user."""
+    return user if getattr(user, "is_authenticated", False) else None
+
+
+# Runs.
+
+
+@atomic_retry
+def create_run(run_id: str | None = None, context: Any = None, *, user: User = None) -> Run:
+    """A new run; ``run_id`` is generated (a UUID) when omitted, ``RunExists`` if taken.
+
+    A ``context`` of ``None`` is stored as ``{}`` (the SDK's empty context).
+    """
+    run_id = str(uuid.uuid4()) if run_id is None else check_run_id(run_id)
+    check_json(context, "context")
+    if Run.objects.filter(run_id=run_id).exists():
+        raise RunExists(f"A run with run_id {run_id!r} already exists.")
+    # A racing creator of the same id fails on the unique constraint; the
+    # retry of ``atomic_retry`` then sees its run and answers RunExists.
+    return Run.objects.create(run_id=run_id, context={} if context is None else context, created_by=real_user(user))
+
+
+def get_run(run_id: str, among: QuerySet | None = None) -> Run:
+    """The run named ``run_id``; one outside ``among`` is not found, like a missing one."""
+    if not isinstance(run_id, str):
+        raise RunNotFound("Run not found.")
+    run = (Run.objects.all() if among is None else among).filter(run_id=run_id).first()
+    if run is None:
+        raise RunNotFound(f"Run {run_id!r} not found.")
+    return run
+
+
+@atomic_retry
+def update_run(run: Run, context: Any) -> Run:
+    """Replace the run's context (``None`` stores ``{}``)."""
+    check_json(context, "context")
+    run.context = {} if context is None else context
+    Run.objects.filter(pk=run.pk).update(context=run.context)
+    return run
+
+
+def lock_run(run: Run) -> Run:
+    """The run's row, locked: the first lock of every change to its records."""
+    locked = Run.objects.select_for_update().filter(pk=run.pk).first()
+    if locked is None:
+        raise RunNotFound(f"Run {run.run_id!r} not found.")
+    return locked
+
+
+# Usage.
+
+
+def _increment(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadInput(f"{name} must be a non-negative integer.", field=name)
+    if value > MAX_INCREMENT:
+        raise BadInput(f"{name} must be at most 2**53.", field=name)
+    return value
+
+
+@atomic_retry
+def add_usage(
+    run: Run,
+    requests: int = 1,
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    total_tokens: int | None = None,
+    cached_tokens: int = 0,
+    reasoning_tokens: int = 0,
+) -> dict[str, int]:
+    """Add to the run's usage in one UPDATE; returns the accumulated usage.
+
+    ``total_tokens`` defaults to ``input_tokens + output_tokens``. The
+    increments are ``F()`` expressions evaluated by the database under the
+    row lock the UPDATE takes, so no concurrent addition is lost.
+    """
+    if total_tokens is None:
+        total_tokens = _increment("input_tokens", input_tokens) + _increment("output_tokens", output_tokens)
+    given = {
+        "requests": requests,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": total_tokens,
+        "cached_tokens": cached_tokens,
+        "reasoning_tokens": reasoning_tokens,
+    }
+    increments = {name: _increment(name, value) for name, value in given.items()}
+    if not Run.objects.filter(pk=run.pk).update(**{name: F(name) + value for name, value in increments.items()}):
+        raise RunNotFound(f"Run {run.run_id!r} not found.")
+    # Our UPDATE holds the row lock until commit: this reads our own totals.
+    usage = Run.objects.filter(pk=run.pk).values(*Run.USAGE_FIELDS).get()
+    for name, value in usage.items():
+        setattr(run, name, value)
+    return usage
+
+
+# Approval records.
+
+
+def records(run: Run) -> Records:
+    """The run's approval records in the Agents SDK's JSON form."""
+    result: Records = {}
+    rows = ApprovalRecord.objects.filter(run=run).prefetch_related("calls").order_by("tool_name")
+    for record in rows:
+        ids = {APPROVE: [], REJECT: []}
+        for call in sorted(record.calls.all(), key=lambda call: call.pk):
+            ids[call.decision].append(call.call_id)
+        result[record.tool_name] = {
+            "approved": ids[APPROVE] if record.approved_always is None else record.approved_always,
+            "rejected": ids[REJECT] if record.rejected_always is None else record.rejected_always,
+        }
+    return result
+
+
+def decide_from(record: Mapping[str, bool | list[str]] | None, call_id: str) -> bool | None:
+    """The SDK's precedence over one tool's record (SPEC section 3).
+
+    Permanent approval wins over permanent rejection; then permanent
+    rejection; then the call id in ``approved`` (even if also in
+    ``rejected``); then in ``rejected``; else ``None`` (undecided).
+    """
+    if record is None:
+        return None
+    approved, rejected = record.get("approved"), record.get("rejected")
+    if approved is True:
+        return True
+    if rejected is True:
+        return False
+    if isinstance(approved, list) and call_id in approved:
+        return True
+    if isinstance(rejected, list) and call_id in rejected:
+        return False
+    return None
+
+
+def is_tool_approved(run: Run, tool_name: str, call_id: str) -> bool | None:
+    """``True``, ``False`` or ``None`` (pending) for one call of ``tool_name``."""
+    check_key(tool_name, "tool_name")
+    check_key(call_id, "call_id")
+    return decide_from(records(run).get(tool_name), call_id)
+
+
+def _locked_record(run: Run, tool_name: str) -> ApprovalRecord:
+    """The tool's record, locked; a new one is in the SDK's default list form."""
+    ApprovalRecord.objects.bulk_create([ApprovalRecord(run=run, tool_name=tool_name)], ignore_conflicts=True)
+    return ApprovalRecord.objects.select_for_update().get(run=run, tool_name=tool_name)
+
+
+def check_reason(reason: Any) -> str:
+    if not isinstance(reason, str):
+        raise BadInput("reason must be a string.", field="reason")
+    problem = text_problem(reason)
+    if problem:
+        raise BadInput(f"reason {problem}.", field="reason")
+    return reason
+
+
+def _change(
+    run: Run, tool_name: str, call_id: str, decision: str, always: bool, user: User, reason: str
+) -> Records:
+    """Approve or reject, the SDK's way, and record who, when and why."""
+    check_key(tool_name, "tool_name")
+    check_key(call_id, "call_id")
+    if not isinstance(always, bool):
+        raise BadInput("always must be true or false.", field="always")
+    reason = check_reason(reason)
+    run = lock_run(run)
+    record = _locked_record(run, tool_name)
+    if always:
+        # approve always: {"approved": true, "rejected": []};
+        # reject always:  {"approved": false, "rejected": true}.
+        record.approved_always = decision == APPROVE
+        record.rejected_always = None if decision == APPROVE else True
+        record.calls.all().delete()
+    elif (record.approved_always if decision == APPROVE else record.rejected_always) is None:
+        ApprovalCall.objects.bulk_create(
+            [ApprovalCall(record=record, call_id=call_id, decision=decision, decided_by=real_user(user), reason=reason)],
+            ignore_conflicts=True,
+        )
+    record.updated_by = real_user(user)
+    record.save(update_fields=["approved_always", "rejected_always", "updated_by", "updated_at"])
+    events.record(
+        "approvals.changed",
+        run,
+        object_id=run.run_id,
+        user=user,
+        details={
+            "tool_name": tool_name, "call_id": call_id, "decision": decision,
+            "always": always, "reason": reason,
+        },
+    )
+    return records(run)
+
+
+@atomic_retry
+def approve(
+    run: Run, tool_name: str, call_id: str, always: bool = False, *, user: User = None, reason: str = ""
+) -> Records:
+    """Approve one call (appended when ``approved`` is a list) or, ``always``, every call.
+
+    Returns the run's records map.
+    """
+    return _change(run, tool_name, call_id, APPROVE, always, user, reason)
+
+
+@atomic_retry
+def reject(
+    run: Run, tool_name: str, call_id: str, always: bool = False, *, user: User = None, reason: str = ""
+) -> Records:
+    """Reject one call (appended when ``rejected`` is a list) or, ``always``, every call.
+
+    Returns the run's records map.
+    """
+    return _change(run, tool_name, call_id, REJECT, always, user, reason)
+
+
+def check_records(value: Any) -> Records:
+    """A records map in the SDK's form, validated; sides left out are ``[]``.
+
+    Errors name the place, e.g. ``mail.approved.2``. Duplicate call ids in
+    one list are kept once.
+    """
+    if not isinstance(value, dict):
+        raise BadInput("The approval records must be an object keyed by tool name.", field="approvals")
+    checked: Records = {}
+    for tool_name, record in value.items():
+        check_key(tool_name, "tool_name")
+        if not isinstance(record, dict):
+            raise BadInput(f"{tool_name}: must be an object with 'approved' and 'rejected'.", field=tool_name)
+        unknown = sorted(set(record) - set(SIDES))
+        if unknown:
+            raise BadInput(f"{tool_name}.{unknown[0]}: unknown field.", field=f"{tool_name}.{unknown[0]}")
+        checked[tool_name] = {}
+        for side in SIDES:
+            where = f"{tool_name}.{side}"
+            given = record.get(side, [])
+            if isinstance(given, bool):
+                checked[tool_name][side] = given
+                continue
+            if not isinstance(given, list):
+                raise BadInput(f"{where}: must be true, false or a list of call ids.", field=where)
+            for index, call_id in enumerate(given):
+                try:
+                    check_key(call_id, "call_id")
+                except BadInput as error:
+                    raise BadInput(f"{where}.{index}: {error.detail}", field=f"{where}.{index}") from None
+            checked[tool_name][side] = list(dict.fromkeys(given))
+    return checked
+
+
+@atomic_retry
+def rebuild_approvals(run: Run, value: Any, *, user: User = None) -> Records:
+    """Replace every approval record of the run with ``value`` (validated first).
+
+    One transaction: the run's records are either all replaced or untouched.
+    """
+    checked = check_records(value)
+    run = lock_run(run)
+    ApprovalRecord.objects.filter(run=run).delete()
+    created = ApprovalRecord.objects.bulk_create(
+        ApprovalRecord(
+            run=run,
+            tool_name=tool_name,
+            approved_always=sides["approved"] if isinstance(sides["approved"], bool) else None,
+            rejected_always=sides["rejected"] if isinstance(sides["rejected"], bool) else None,
+            updated_by=real_user(user),
+        )
+        for tool_name, sides in checked.items()
+    )
+    by_tool = {record.tool_name: record for record in ApprovalRecord.objects.filter(run=run)}
+    ApprovalCall.objects.bulk_create(
+        ApprovalCall(record=by_tool[tool_name], call_id=call_id, decision=SIDES[side], decided_by=real_user(user))
+        for tool_name, sides in checked.items()
+        for side in SIDES
+        if isinstance(sides[side], list)
+        for call_id in sides[side]
+    )
+    events.record(
+        "approvals.rebuilt", run, object_id=run.run_id, user=user, details={"tools": len(created)}
+    )
+    return records(run)
+
+
+def to_json(run: Run) -> dict[str, Any]:
+    """``{"run_id", "context", "usage", "approvals"}``: what a client stores to resume."""
+    return {"run_id": run.run_id, "context": run.context, "usage": run.usage, "approvals": records(run)}
