@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import OperationalError
 
-from agentstate.db import ATTEMPTS, atomic_retry, snapshot
+from agentstate.db import atomic_retry, snapshot
 from agentstate.exceptions import BadInput, ScopeNotFound, TypeConflict, VariableNotFound, VersionMismatch
 from agentstate.models import Element, Scope, Variable
 from agentstate.validation import check_json, check_key
@@ -69,18 +69,24 @@ def _lock_or_create(scope: Scope, name: str, *, is_list: bool) -> Variable:
     """The variable's row, locked; a new one is created at version 0.
 
     Version 0 is only ever seen inside the creating transaction: every caller
-    changes the variable before it commits. Concurrent creators meet on the
-    unique constraint and the loser waits for, then locks, the winner's row
-    (or creates it again if a racing pop removed it meanwhile).
+    changes the variable before it commits. An absent variable is created by
+    an upsert (``INSERT ... ON CONFLICT DO UPDATE``), which leaves the row
+    locked by this transaction whether it inserted it or met a racing
+    creator's: a pop removing the row meanwhile cannot make creation retry
+    (or starve) the way ``SELECT``-then-``INSERT`` would.
     """
-    for _attempt in range(ATTEMPTS):
-        variable = _locked(scope, name)
-        if variable is not None:
-            return variable
+    variable = _locked(scope, name)
+    if variable is None:
         Variable.objects.bulk_create(
-            [Variable(scope=scope, name=name, is_list=is_list, version=0)], ignore_conflicts=True
+            [Variable(scope=scope, name=name, is_list=is_list, version=0)],
+            update_conflicts=True,
+            unique_fields=["scope", "name"],
+            update_fields=["name"],
         )
-    raise OperationalError(f"Variable {name!r} kept disappearing while it was being created.")
+        variable = _locked(scope, name)
+    if variable is None:  # pragma: no cover - the upsert holds the row's lock
+        raise OperationalError(f"Variable {name!r} vanished while it was being created.")
+    return variable
 
 
 def _save(variable: Variable, actor: str, *fields: str) -> None:
