@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views_context, views_events, views_pauses
+from . import views_context, views_events, views_pauses, views_runs
 from .docs import DocsView, SchemaView
 
 app_name = "agentstate"
@@ -17,6 +17,24 @@ urlpatterns = [
     path("pauses/claim/", views_pauses.ClaimView.as_view(), name="pauses-claim"),
     path("pauses/resolve/", views_pauses.ResolveView.as_view(), name="pauses-resolve"),
     path("pauses/cancel/", views_pauses.CancelView.as_view(), name="pauses-cancel"),
+    path("runs/", views_runs.RunsView.as_view(), name="runs"),
+    path("runs/<str:run_id>/", views_runs.RunView.as_view(), name="run"),
+    path("runs/<str:run_id>/usage/", views_runs.UsageView.as_view(), name="run-usage"),
+    path("runs/<str:run_id>/approvals/", views_runs.ApprovalsView.as_view(), name="run-approvals"),
+    path("runs/<str:run_id>/approvals/approve/", views_runs.ApproveView.as_view(), name="run-approve"),
+    path("runs/<str:run_id>/approvals/reject/", views_runs.RejectView.as_view(), name="run-reject"),
+    path(
+        "runs/<str:run_id>/approval-requests/",
+        views_runs.RunApprovalRequestsView.as_view(),
+        name="run-approval-requests",
+    ),
+    path("approval-requests/", views_runs.ApprovalRequestsView.as_view(), name="approval-requests"),
+    path("approval-requests/<int:id>/", views_runs.ApprovalRequestView.as_view(), name="approval-request"),
+    path(
+        "approval-requests/<int:id>/decide/",
+        views_runs.DecideView.as_view(),
+        name="approval-request-decide",
+    ),
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", DocsView.as_view(), name="docs"),
 ]

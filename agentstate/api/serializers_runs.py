@@ -1,0 +1,153 @@
+"""Request and response shapes of the run, approval and review-queue endpoints.
+
+``status``, ``decided_by``, ``decided_at`` and the timestamps are never
+writable: no request serializer has them, and unknown fields are refused.
+The approval records map is validated by ``services.runs.check_records``
+(one rule for Python and REST callers).
+"""
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from agentstate.models import ApprovalRequest
+from agentstate.services.runs import MAX_INCREMENT
+
+from .fields import (
+    AnyJSONField,
+    KeyField,
+    QuerySerializer,
+    RunIdField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
+
+# One side of a record: true, false or a list of call ids (OpenAPI 3.0).
+SIDE_SCHEMA = {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]}
+RECORDS_SCHEMA = {
+    "type": "object",
+    "description": "Per tool name, the OpenAI Agents SDK's approval record.",
+    "additionalProperties": {
+        "type": "object",
+        "properties": {"approved": SIDE_SCHEMA, "rejected": SIDE_SCHEMA},
+        "additionalProperties": False,
+    },
+}
+
+
+@extend_schema_field(RECORDS_SCHEMA)
+class RecordsField(serializers.DictField):
+    """The approval records map (documentation only; responses are built by the service)."""
+
+
+class UsageSerializer(serializers.Serializer):
+    requests = serializers.IntegerField()
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    total_tokens = serializers.IntegerField()
+    cached_tokens = serializers.IntegerField()
+    reasoning_tokens = serializers.IntegerField()
+
+
+class RunSerializer(serializers.Serializer):
+    """``to_json()`` of a run: what a client stores to resume it."""
+
+    run_id = serializers.CharField()
+    context = serializers.JSONField(allow_null=True)
+    usage = UsageSerializer()
+    approvals = RecordsField()
+
+
+class RunCreateRequest(StrictSerializer):
+    run_id = RunIdField(
+        required=False,
+        help_text="1 to 128 characters of A-Z a-z 0-9 . _ : - (not '.' or '..'); a UUID when omitted.",
+    )
+    context = AnyJSONField(required=False, help_text="The application's own data (null or omitted: {}).")
+
+
+class RunUpdateRequest(StrictSerializer):
+    context = AnyJSONField(help_text="Replaces the run's context.")
+
+
+def _count(help_text: str) -> StrictIntegerField:
+    return StrictIntegerField(required=False, min_value=0, max_value=MAX_INCREMENT, help_text=help_text)
+
+
+class UsageRequest(StrictSerializer):
+    requests = _count("Model requests to add (default 1).")
+    input_tokens = _count("Default 0.")
+    output_tokens = _count("Default 0.")
+    total_tokens = _count("Default input_tokens + output_tokens.")
+    cached_tokens = _count("Default 0.")
+    reasoning_tokens = _count("Default 0.")
+
+
+class ApprovalQuery(QuerySerializer):
+    tool_name = KeyField(required=False)
+    call_id = KeyField(required=False)
+
+    def validate(self, data):
+        if ("tool_name" in data) != ("call_id" in data):
+            missing = "call_id" if "tool_name" in data else "tool_name"
+            raise serializers.ValidationError(
+                {missing: ["Give both tool_name and call_id, or neither."]}
+            )
+        return data
+
+
+class ApprovalCheck(serializers.Serializer):
+    tool_name = serializers.CharField()
+    call_id = serializers.CharField()
+    approved = serializers.BooleanField(allow_null=True, help_text="true, false, or null while pending.")
+
+
+class ApprovalChangeRequest(StrictSerializer):
+    tool_name = KeyField()
+    call_id = KeyField()
+    always = StrictBooleanField(required=False, default=False, help_text="Decide every call of the tool.")
+
+
+class ApprovalRequestCreate(StrictSerializer):
+    tool_name = KeyField()
+    call_id = KeyField()
+    arguments = AnyJSONField(required=False, help_text="The tool call's arguments, any JSON value.")
+
+
+class ApprovalRequestQuery(QuerySerializer):
+    status = serializers.ChoiceField(choices=ApprovalRequest.Status.values, required=False)
+    tool_name = KeyField(required=False)
+    run_id = RunIdField(required=False)
+
+
+class DecideRequest(StrictSerializer):
+    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    always = StrictBooleanField(required=False, default=False, help_text="Decide every call of the tool.")
+    reason = StrictCharField(required=False, allow_blank=True, default="")
+
+
+class ApprovalRequestSerializer(serializers.ModelSerializer):
+    """A request as REST shows it; a pending one past ``APPROVAL_TTL`` reads ``expired``."""
+
+    run_id = serializers.CharField(source="run.run_id", read_only=True)
+    arguments = serializers.JSONField(allow_null=True, read_only=True)
+    status = serializers.SerializerMethodField()
+    decided_by = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ApprovalRequest
+        fields = [
+            "id", "run_id", "tool_name", "call_id", "arguments", "status",
+            "decided_by", "decided_at", "reason", "created_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ChoiceField(choices=ApprovalRequest.Status.values))
+    def get_status(self, request: ApprovalRequest) -> str:
+        return getattr(request, "current_status", request.status)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_decided_by(self, request: ApprovalRequest) -> str | None:
+        return request.decided_by.get_username() if request.decided_by_id else None
+
