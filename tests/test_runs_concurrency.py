@@ -1,0 +1,69 @@
+"""Races on one run, with real threads and their own connections (SPEC section 6).
+
+Both run on PostgreSQL (row locks) and on SQLite (IMMEDIATE transactions).
+"""
+
+import time
+
+import pytest
+
+from agentstate.exceptions import AlreadyDecided
+from agentstate.models import ApprovalRequest, Event, Run
+from agentstate.services import approvals, runs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORKERS = 20
+ADDS = 25
+
+
+def test_twenty_threads_adding_usage_lose_no_update(concurrently, is_postgres):
+    run = runs.create_run("usage-race")
+
+    def add(i: int) -> None:
+        mine = Run.objects.get(pk=run.pk)
+        for _ in range(ADDS):
+            runs.add_usage(mine, input_tokens=i + 1, output_tokens=2, cached_tokens=1)
+
+    started = time.perf_counter()
+    results = concurrently(WORKERS, add)
+    elapsed = time.perf_counter() - started
+    assert [r for r in results if r is not None] == []
+    usage = Run.objects.get(pk=run.pk).usage
+    adds = WORKERS * ADDS
+    input_tokens = ADDS * sum(range(1, WORKERS + 1))
+    assert usage == {
+        "requests": adds,
+        "input_tokens": input_tokens,
+        "output_tokens": 2 * adds,
+        "total_tokens": input_tokens + 2 * adds,
+        "cached_tokens": adds,
+        "reasoning_tokens": 0,
+    }
+    print(
+        f"\nusage race ({'PostgreSQL' if is_postgres else 'SQLite'}): {WORKERS} threads x {ADDS} add_usage "
+        f"= {adds} additions in {elapsed:.2f}s; totals {usage}"
+    )
+
+
+def test_approve_and_reject_racing_on_one_request_store_one_decision(concurrently, make_user):
+    reviewers = [make_user(f"reviewer{i}", "agentstate.decide_approvalrequest") for i in range(2)]
+    run = runs.create_run("decide-race")
+    for round_ in range(10):
+        request = approvals.request_approval(run, "mail", f"c{round_}")
+
+        def decide(i: int):
+            return approvals.decide(request.pk, ("approve", "reject")[i], by=reviewers[i], reason=f"by {i}")
+
+        results = concurrently(2, decide)
+        winners = [r for r in results if isinstance(r, ApprovalRequest)]
+        losers = [r for r in results if isinstance(r, AlreadyDecided)]
+        assert len(winners) == 1 and len(losers) == 1, results
+        assert losers[0].code == "already_decided"
+        stored = ApprovalRequest.objects.get(pk=request.pk)
+        assert (stored.status, stored.decided_by_id) == (winners[0].status, winners[0].decided_by_id)
+        expected = stored.status == "approved"
+        assert runs.is_tool_approved(run, "mail", f"c{round_}") is expected
+        sides = runs.records(run)["mail"]
+        assert (f"c{round_}" in sides["approved"]) + (f"c{round_}" in sides["rejected"]) == 1
+        assert Event.objects.filter(kind="approval.decided", object_id=str(request.pk)).count() == 1
