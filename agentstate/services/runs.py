@@ -137,17 +137,19 @@ def add_usage(
 
 def records(run: Run) -> Records:
     """The run's approval records in the Agents SDK's JSON form."""
-    result: Records = {}
     rows = ApprovalRecord.objects.filter(run=run).prefetch_related("calls").order_by("tool_name")
-    for record in rows:
-        ids = {APPROVE: [], REJECT: []}
-        for call in sorted(record.calls.all(), key=lambda call: call.pk):
-            ids[call.decision].append(call.call_id)
-        result[record.tool_name] = {
-            "approved": ids[APPROVE] if record.approved_always is None else record.approved_always,
-            "rejected": ids[REJECT] if record.rejected_always is None else record.rejected_always,
-        }
-    return result
+    return {record.tool_name: record_json(record) for record in rows}
+
+
+def record_json(record: ApprovalRecord) -> dict[str, bool | list[str]]:
+    """One tool's ``{"approved", "rejected"}``: a flag, or the call ids in decision order."""
+    ids: dict[str, list[str]] = {APPROVE: [], REJECT: []}
+    for call in sorted(record.calls.all(), key=lambda call: call.pk):
+        ids[call.decision].append(call.call_id)
+    return {
+        "approved": ids[APPROVE] if record.approved_always is None else record.approved_always,
+        "rejected": ids[REJECT] if record.rejected_always is None else record.rejected_always,
+    }
 
 
 def decide_from(record: Mapping[str, bool | list[str]] | None, call_id: str) -> bool | None:

@@ -1,0 +1,331 @@
+"""Runs and the review queue in the admin: the reviewers' dashboard (SPEC section 3).
+
+Approval requests are listed pending first, then oldest first, with their
+run, tool, call id, pretty-printed arguments and age. Reviewers holding
+``agentstate.decide_approvalrequest`` decide them with the list actions
+(approve, reject, always approve, always reject) or with the Approve and
+Reject buttons of a pending request's page (an optional reason, an "always"
+choice). Every decision goes through ``agentstate.services.approvals.decide``,
+the service the REST API uses, so an admin reviewer racing a REST client gets
+one decision and the other is told it was already decided. Decided requests
+are read-only. Runs are read-only: usage, approval records, requests.
+"""
+
+import json
+from typing import Any
+
+from django.contrib import admin, messages
+from django.contrib.admin.options import csrf_protect_m
+from django.core.exceptions import PermissionDenied
+from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from agentstate.admin.pauses import _duration
+from agentstate.exceptions import AgentStateError, AlreadyDecided, ApprovalRequestExpired
+from agentstate.models import ApprovalRecord, ApprovalRequest, Run
+from agentstate.services import approvals, runs
+
+Status = ApprovalRequest.Status
+DECIDE_PERM = "agentstate.decide_approvalrequest"
+
+# Action name -> (decision, always, past-tense label for the message).
+ACTIONS = {
+    "approve_selected": ("approve", False, _("approved")),
+    "reject_selected": ("reject", False, _("rejected")),
+    "always_approve_selected": ("approve", True, _("approved, with every later call of the tool")),
+    "always_reject_selected": ("reject", True, _("rejected, with every later call of the tool")),
+}
+
+
+def _pretty(value: Any) -> str:
+    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+
+
+def pending_count() -> int:
+    return ApprovalRequest.objects.filter(approvals.in_status(Status.PENDING)).count()
+
+
+class CurrentStatusFilter(admin.SimpleListFilter):
+    """By status as ``decide`` sees it: pending past ``APPROVAL_TTL`` is expired."""
+
+    title = _("status")
+    parameter_name = "current_status"
+
+    def lookups(self, request, model_admin):
+        return Status.choices
+
+    def queryset(self, request, queryset):
+        if self.value() in Status.values:
+            return queryset.filter(approvals.in_status(self.value()))
+        return queryset
+
+
+@admin.register(ApprovalRequest)
+class ApprovalRequestAdmin(admin.ModelAdmin):
+    change_form_template = "admin/agentstate/approvalrequest/change_form.html"
+    list_display = (
+        "id", "run_link", "tool_name", "call_id", "short_arguments", "age", "current_status",
+        "decided_by", "decided_at",
+    )
+    list_display_links = ("id", "tool_name")
+    list_filter = (CurrentStatusFilter, "tool_name")
+    search_fields = ("run__run_id", "tool_name", "call_id")
+    list_select_related = ("run", "decided_by", "created_by")
+    actions = list(ACTIONS)
+    fields = readonly_fields = (
+        "run_link", "tool_name", "call_id", "pretty_arguments", "run_context", "current_status",
+        "always", "created_by", "created_at", "age", "decided_by", "decided_at", "reason",
+    )
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        """Annotated with ``current_status`` and ``queue`` (0 for pending), then ordered."""
+        queryset = approvals.with_current_status(self.model._default_manager.get_queryset())
+        queryset = queryset.annotate(
+            queue=Case(When(approvals.in_status(Status.PENDING), then=Value(0)), default=Value(1),
+                       output_field=IntegerField())
+        )
+        return queryset.order_by(*self.get_ordering(request))
+
+    def get_ordering(self, request: HttpRequest) -> list[str]:
+        return ["queue", "created_at", "pk"]
+
+    # Columns.
+
+    @admin.display(description=_("run"), ordering="run__run_id")
+    def run_link(self, request_: ApprovalRequest) -> str:
+        url = reverse("admin:agentstate_run_change", args=[request_.run_id])
+        return format_html('<a href="{}">{}</a>', url, request_.run.run_id)
+
+    @admin.display(description=_("status"), ordering="status")
+    def current_status(self, request_: ApprovalRequest) -> str:
+        return Status(getattr(request_, "current_status", request_.status)).label
+
+    @admin.display(description=_("age"), ordering="created_at")
+    def age(self, request_: ApprovalRequest) -> str:
+        return _duration(timezone.now() - request_.created_at)
+
+    @admin.display(description=_("arguments"))
+    def short_arguments(self, request_: ApprovalRequest) -> str:
+        return _pretty(request_.arguments)
+
+    @admin.display(description=_("arguments"))
+    def pretty_arguments(self, request_: ApprovalRequest) -> str:
+        return _pretty(request_.arguments)
+
+    @admin.display(description=_("the run's context"))
+    def run_context(self, request_: ApprovalRequest) -> str:
+        return _pretty(request_.run.context)
+
+    # Permissions: deciding takes decide_approvalrequest; decided requests are read-only.
+
+    def has_decide_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(DECIDE_PERM)
+
+    def has_view_permission(self, request: HttpRequest, obj: ApprovalRequest | None = None) -> bool:
+        return super().has_view_permission(request, obj) or self.has_decide_permission(request)
+
+    def has_change_permission(self, request: HttpRequest, obj: ApprovalRequest | None = None) -> bool:
+        if obj is not None and obj.status != Status.PENDING:
+            return False
+        return self.has_decide_permission(request)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    # Deciding: the list actions and the buttons of the change page.
+
+    def _decide_many(self, request: HttpRequest, queryset: QuerySet, action: str) -> None:
+        decision, always, label = ACTIONS[action]
+        done = already = expired = 0
+        for pk in queryset.order_by("created_at", "pk").values_list("pk", flat=True):
+            try:
+                approvals.decide(pk, decision, always, by=request.user)
+                done += 1
+            except AlreadyDecided:
+                already += 1
+            except ApprovalRequestExpired:
+                expired += 1
+        if done:
+            self.message_user(
+                request,
+                ngettext("%(count)d request %(label)s.", "%(count)d requests %(label)s.", done)
+                % {"count": done, "label": label},
+                messages.SUCCESS,
+            )
+        if already:
+            self.message_user(
+                request,
+                ngettext(
+                    "%(count)d request was already decided and was left as it was.",
+                    "%(count)d requests were already decided and were left as they were.",
+                    already,
+                )
+                % {"count": already},
+                messages.WARNING,
+            )
+        if expired:
+            self.message_user(
+                request,
+                ngettext(
+                    "%(count)d request had expired and was not decided.",
+                    "%(count)d requests had expired and were not decided.",
+                    expired,
+                )
+                % {"count": expired},
+                messages.WARNING,
+            )
+
+    @admin.action(description=_("Approve selected requests"), permissions=["decide"])
+    def approve_selected(self, request, queryset) -> None:
+        self._decide_many(request, queryset, "approve_selected")
+
+    @admin.action(description=_("Reject selected requests"), permissions=["decide"])
+    def reject_selected(self, request, queryset) -> None:
+        self._decide_many(request, queryset, "reject_selected")
+
+    @admin.action(description=_("Always approve the tools of selected requests"), permissions=["decide"])
+    def always_approve_selected(self, request, queryset) -> None:
+        self._decide_many(request, queryset, "always_approve_selected")
+
+    @admin.action(description=_("Always reject the tools of selected requests"), permissions=["decide"])
+    def always_reject_selected(self, request, queryset) -> None:
+        self._decide_many(request, queryset, "always_reject_selected")
+
+    @csrf_protect_m
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None) -> HttpResponse:
+        """A POST with ``_decision`` decides the request; anything else is the usual page."""
+        if request.method == "POST" and object_id and "_decision" in request.POST:
+            return self._decide_one(request, object_id)
+        return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def _decide_one(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        obj = self.get_object(request, object_id)
+        if obj is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_decide_permission(request):
+            raise PermissionDenied
+        # A request decided since the page was shown is refused by the
+        # service (AlreadyDecided) and reported like any other refusal.
+        always = request.POST.get("always") in ("on", "true", "1")
+        try:
+            approvals.decide(
+                obj.pk, request.POST["_decision"], always, by=request.user, reason=request.POST.get("reason", "")
+            )
+        except AgentStateError as error:
+            self.message_user(request, error.detail, messages.ERROR)
+            return HttpResponseRedirect(request.path)
+        decided = ApprovalRequest.objects.get(pk=obj.pk)
+        self.message_user(
+            request,
+            _("Request %(request)s was %(status)s.") % {"request": decided, "status": decided.get_status_display()},
+            messages.SUCCESS,
+        )
+        return HttpResponseRedirect(reverse("admin:agentstate_approvalrequest_changelist"))
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        context["can_decide"] = (
+            obj is not None and obj.status == Status.PENDING and self.has_decide_permission(request)
+        )
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+class RunPartInline(admin.TabularInline):
+    """Read-only rows of a run, shown to whoever may see the run's page."""
+
+    extra = 0
+    can_delete = False
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class ApprovalRecordInline(RunPartInline):
+    model = ApprovalRecord
+    fields = readonly_fields = ("tool_name", "approved", "rejected", "calls_decided", "updated_by", "updated_at")
+
+    @admin.display(description=_("approved"))
+    def approved(self, record: ApprovalRecord) -> str:
+        return self._side(record, "approved")
+
+    @admin.display(description=_("rejected"))
+    def rejected(self, record: ApprovalRecord) -> str:
+        return self._side(record, "rejected")
+
+    @staticmethod
+    def _side(record: ApprovalRecord, side: str) -> str:
+        return json.dumps(runs.record_json(record)[side])
+
+    @admin.display(description=_("per-call decisions: who, when, why"))
+    def calls_decided(self, record: ApprovalRecord) -> str:
+        return format_html_join(
+            "", "<div>{} {}: {} {} {}</div>",
+            (
+                (call.call_id, call.get_decision_display(), call.decided_by or "—",
+                 timezone.localtime(call.created_at).strftime("%Y-%m-%d %H:%M:%S"), call.reason)
+                for call in record.calls.select_related("decided_by").order_by("pk")
+            ),
+        )
+
+
+class ApprovalRequestInline(RunPartInline):
+    model = ApprovalRequest
+    show_change_link = True
+    fields = readonly_fields = ("tool_name", "call_id", "status", "decided_by", "decided_at", "reason", "created_at")
+    ordering = ("created_at", "pk")
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = ("run_id", "created_by", "requests", "input_tokens", "output_tokens", "total_tokens", "created_at")
+    search_fields = ("run_id",)
+    list_select_related = ("created_by",)
+    date_hierarchy = "created_at"
+    fields = readonly_fields = (
+        "run_id", "created_by", "pretty_context", *Run.USAGE_FIELDS, "created_at", "updated_at",
+    )
+    inlines = [ApprovalRecordInline, ApprovalRequestInline]
+
+    @admin.display(description=_("context"))
+    def pretty_context(self, run: Run) -> str:
+        return _pretty(run.context)
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj: Run | None = None) -> bool:
+        return False
+
+
+def _count_pending_in_app_list(site: admin.AdminSite) -> None:
+    """Show ``Approval requests (N pending)`` on the admin index and in the sidebar.
+
+    Wraps the site's ``get_app_list`` (which both use) instead of replacing
+    a template, so it works whatever the site's template and app order.
+    """
+    original = site.get_app_list
+
+    def get_app_list(request, app_label=None):
+        app_list = original(request, app_label)
+        for app in app_list:
+            for model in app["models"]:
+                if model["model"] is ApprovalRequest:
+                    model["name"] = _("%(name)s (%(count)d pending)") % {
+                        "name": model["name"], "count": pending_count(),
+                    }
+        return app_list
+
+    site.get_app_list = get_app_list
+
+
+_count_pending_in_app_list(admin.site)
