@@ -1,0 +1,94 @@
+"""A real browser walks the reviewer's path through the admin.
+
+Debian's headless Chromium (``/usr/bin/chromium``, installed by ``.ci/run``;
+never a browser downloaded by ``playwright install``), driven by Playwright
+against pytest-django's live server: a reviewer logs in, finds the pending
+request from the admin index, approves it with the list action, and the
+agent's REST check for that call then answers ``true``.
+
+The database is set up before the browser starts and read after it stops:
+Playwright's sync API runs an event loop in this thread, in which Django
+refuses ORM calls.
+"""
+
+import httpx
+import pytest
+
+from agentstate.models import ApprovalRequest
+from agentstate.services import approvals, runs
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+TIMEOUT_MS = 30_000
+
+
+def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_user):
+    from playwright.sync_api import expect, sync_playwright
+
+    agent = make_user("agent")
+    make_user("reviewer", "agentstate.decide_approvalrequest", is_staff=True)
+    run = runs.create_run("browser-run", {"ticket": "T-7"}, user=agent)
+    request = approvals.request_approval(run, "send_email", "call-42", {"to": "bob@example.com"}, user=agent)
+    approvals.request_approval(run, "send_email", "call-43", {"to": "eve@example.com"}, user=agent)
+    seen: list[str] = []
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+
+            # 1. The admin's login page: the reviewer signs in.
+            page.goto(f"{live_server.url}/admin/")
+            page.fill("#id_username", "reviewer")
+            page.fill("#id_password", "pw")
+            page.click("input[type=submit]")
+
+            # 2. The index counts what waits for a decision; the reviewer follows it.
+            queue_link = page.get_by_role("link", name="Approval requests (2 pending)").first
+            expect(queue_link).to_be_visible()
+            seen.append(page.title())
+            queue_link.click()
+
+            # 3. The queue: pending first, oldest first, arguments pretty-printed.
+            row = page.locator("#result_list tbody tr").filter(has_text="call-42")
+            expect(row).to_contain_text("browser-run")
+            expect(row).to_contain_text('"to": "bob@example.com"')
+            expect(row).to_contain_text("pending")
+            seen.append(page.title())
+
+            # 4. Tick the request, pick "Approve selected requests", Go.
+            row.locator("input[name=_selected_action]").check()
+            page.select_option("select[name=action]", "approve_selected")
+            page.click("button[name=index]")
+
+            # 5. The admin reports the count; the row now reads approved.
+            expect(page.locator("ul.messagelist")).to_contain_text("1 request approved.")
+            decided_row = page.locator("#result_list tbody tr").filter(has_text="call-42")
+            expect(decided_row).to_contain_text("approved")
+            expect(decided_row).to_contain_text("reviewer")
+            seen.append(page.locator("ul.messagelist").inner_text())
+        finally:
+            browser.close()
+
+    print("\nreviewer's path:", " -> ".join(seen))
+    stored = ApprovalRequest.objects.select_related("decided_by").get(pk=request.pk)
+    assert (stored.status, stored.decided_by.username) == ("approved", "reviewer")
+    assert ApprovalRequest.objects.get(call_id="call-43").status == "pending"
+
+    # 6. The agent's REST check for that call now answers true.
+    with httpx.Client(base_url=live_server.url, auth=("agent", "pw"), timeout=30) as api:
+        check = api.get(
+            "/api/runs/browser-run/approvals/", params={"tool_name": "send_email", "call_id": "call-42"}
+        )
+        other = api.get(
+            "/api/runs/browser-run/approvals/", params={"tool_name": "send_email", "call_id": "call-43"}
+        )
+    assert check.status_code == 200, check.text
+    assert check.json() == {"tool_name": "send_email", "call_id": "call-42", "approved": True}
+    assert other.json()["approved"] is None
