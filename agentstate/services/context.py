@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import OperationalError
+from django.db import OperationalError, connection
+from django.utils import timezone
 
 from agentstate.db import atomic_retry, snapshot
 from agentstate.exceptions import BadInput, ScopeNotFound, TypeConflict, VariableNotFound, VersionMismatch
@@ -21,6 +22,8 @@ from agentstate.models import Element, Scope, Variable
 from agentstate.validation import check_json, check_key
 
 logger = logging.getLogger(__name__)
+
+_ELEMENT_VALUE = Element._meta.get_field("value")
 
 Owner = AbstractBaseUser | None
 MODES = ("LIFO", "FIFO")
@@ -179,6 +182,9 @@ def push(scope: str, name: str, value: Any, *, owner: Owner = None, actor: str =
     """Append ``value``; absent becomes ``[value]``, a string ``s`` becomes ``[s, value]``."""
     _check_args(scope, name)
     check_json(value, "value")
+    appended = _append_to_list(scope, name, value, owner, actor)
+    if appended is not None:
+        return appended
     variable = _lock_or_create(_ensure_scope(scope, owner), name, is_list=True)
     if not variable.is_list:
         if not isinstance(variable.value, str):
@@ -191,6 +197,71 @@ def push(scope: str, name: str, value: Any, *, owner: Owner = None, actor: str =
     variable.tail += 1
     _save(variable, actor, "is_list", "value", "head", "tail")
     return PushResult(scope, name, variable.length, variable.version)
+
+
+# The common cases of push and pop in two statements and no ORM: the UPDATE
+# takes the variable's row lock and moves its bounds, the second statement
+# adds or removes the element. They only apply to a list (and for pop, to
+# one that stays at two elements or more, so that no collapse or removal
+# rule is involved); anything else falls through to the general path, in the
+# same transaction. The DELETE must be its own statement: under READ
+# COMMITTED it then sees an element that a push committed while this
+# transaction waited for the lock.
+
+_MISSED = object()
+
+
+def _variable_update(moves: str, returning: str, owner: Owner) -> str:
+    scope_owner = "owner_id IS NULL" if owner is None else "owner_id = %s"
+    return (
+        f"UPDATE {Variable._meta.db_table} SET {moves}, version = version + 1, "
+        "updated_by = %s, updated_at = %s "
+        "WHERE is_list = %s AND name = %s AND tail - head >= %s AND scope_id = ("
+        f"SELECT id FROM {Scope._meta.db_table} WHERE key = %s AND {scope_owner}) "
+        f"RETURNING {returning}"
+    )
+
+
+def _update_params(actor: str, name: str, min_length: int, scope: str, owner: Owner) -> list[Any]:
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    return [actor, now, True, name, min_length, scope, *([] if owner is None else [owner.pk])]
+
+
+def _append_to_list(scope: str, name: str, value: Any, owner: Owner, actor: str) -> PushResult | None:
+    """Push onto an existing list; ``None`` when the variable is not one."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _variable_update("tail = tail + 1", "id, head, tail, version", owner),
+            _update_params(actor, name, 0, scope, owner),
+        )
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        pk, head, tail, version = row
+        cursor.execute(
+            f"INSERT INTO {Element._meta.db_table} (variable_id, position, value) VALUES (%s, %s, %s)",
+            [pk, tail - 1, _ELEMENT_VALUE.get_db_prep_save(value, connection)],
+        )
+    return PushResult(scope, name, tail - head, version)
+
+
+def _take_from_long_list(scope: str, name: str, mode: str, owner: Owner, actor: str) -> Any:
+    """Pop from a list of three or more elements; ``_MISSED`` otherwise."""
+    moves, position = ("tail = tail - 1", "tail") if mode == "LIFO" else ("head = head + 1", "head - 1")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _variable_update(moves, f"id, {position}", owner),
+            _update_params(actor, name, 3, scope, owner),
+        )
+        row = cursor.fetchone()
+        if row is None:
+            return _MISSED
+        cursor.execute(
+            f"DELETE FROM {Element._meta.db_table} WHERE variable_id = %s AND position = %s RETURNING value",
+            list(row),
+        )
+        (value,) = cursor.fetchone()
+    return _ELEMENT_VALUE.from_db_value(value, None, connection)
 
 
 def _check_mode(mode: Any) -> str:
@@ -208,6 +279,9 @@ def pop(scope: str, name: str, mode: str = "LIFO", *, owner: Owner = None, actor
     """
     _check_args(scope, name)
     mode = _check_mode(mode)
+    taken = _take_from_long_list(scope, name, mode, owner, actor)
+    if taken is not _MISSED:
+        return taken
     variable = _locked(find_scope(scope, owner), name)
     if variable is None:
         raise VariableNotFound(f"No variable {name!r} in scope {scope!r}.")
