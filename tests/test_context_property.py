@@ -1,0 +1,82 @@
+"""push, pop and put against a Python model of SPEC section 1's rules (hypothesis)."""
+
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentstate.exceptions import NotFound, TypeConflict
+from agentstate.models import Variable
+from agentstate.services import context
+
+pytestmark = pytest.mark.django_db
+
+ABSENT = object()
+
+text = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=4)
+scalars = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | text
+values = scalars | st.lists(scalars, max_size=3) | st.dictionaries(text, scalars, max_size=2)
+operations = st.lists(
+    st.tuples(st.just("push"), values)
+    | st.tuples(st.just("pop"), st.sampled_from(["LIFO", "FIFO", "lifo", "fifo"]))
+    | st.tuples(st.just("put"), values),
+    max_size=25,
+)
+
+
+def model_push(state, value):
+    if state is ABSENT:
+        return [value]
+    if isinstance(state, str):
+        return [state, value]
+    if isinstance(state, list):
+        return [*state, value]
+    raise TypeConflict
+
+
+def model_pop(state, mode):
+    if state is ABSENT:
+        raise NotFound  # scope not found before the first write, then variable not found
+    if isinstance(state, str):
+        return ABSENT, state
+    if not isinstance(state, list) or not state:
+        raise TypeConflict
+    rest = list(state)
+    value = rest.pop() if mode.upper() == "LIFO" else rest.pop(0)
+    if not rest:
+        return ABSENT, value
+    if len(rest) == 1 and isinstance(rest[0], str):
+        return rest[0], value
+    return rest, value
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(operations)
+def test_push_pop_and_put_follow_the_list_model(ops):
+    scope, name = f"prop/{uuid.uuid4()}", "v"
+    state, version = ABSENT, 0
+    for op, argument in ops:
+        try:
+            if op == "push":
+                expected = model_push(state, argument)
+            elif op == "pop":
+                expected, popped = model_pop(state, argument)
+            else:
+                expected = argument
+        except (TypeConflict, NotFound) as refusal:
+            with pytest.raises(type(refusal)):
+                getattr(context, op)(scope, name, argument)
+        else:
+            result = getattr(context, op)(scope, name, argument)
+            if op == "pop":
+                assert result == popped
+            elif op == "push":
+                assert result.length == len(expected)
+            state, version = expected, (0 if expected is ABSENT else version + 1)
+        stored = Variable.objects.filter(scope__key=scope, name=name).first()
+        if state is ABSENT:
+            assert stored is None
+        else:
+            assert context.get(scope, [name]) == {name: state}
+            assert stored.version == version
