@@ -17,7 +17,9 @@ CHANGELIST = reverse("admin:agentstate_approvalrequest_changelist")
 
 @pytest.fixture
 def reviewer(make_user):
-    return make_user("reviewer", "agentstate.decide_approvalrequest", "agentstate.view_run", is_staff=True)
+    return make_user(
+        "reviewer", "agentstate.decide_approvalrequest", "agentstate.view_run", is_staff=True
+    )
 
 
 @pytest.fixture
@@ -55,7 +57,11 @@ def test_the_queue_lists_pending_first_then_oldest_first(browser, run, reviewer)
     ApprovalRequest.objects.filter(pk=old_decided.pk).update(created_at=Now() - timedelta(hours=5))
     response = browser.get(CHANGELIST)
     assert response.status_code == 200
-    assert [r.pk for r in response.context["cl"].result_list] == [older.pk, newer.pk, old_decided.pk]
+    assert [r.pk for r in response.context["cl"].result_list] == [
+        older.pk,
+        newer.pk,
+        old_decided.pk,
+    ]
     page = response.content.decode()
     for text in ("run-1", "shell", "c1", "&quot;cmd&quot;: &quot;ls&quot;", "3h 0m", "hé"):
         assert text in page, text
@@ -73,7 +79,8 @@ def test_list_actions_decide_through_the_service_and_count(browser, run, reviewe
     third = approvals.request_approval(run, "shell", "c3")
     response = act(browser, "reject_selected", first, third)
     assert texts(response) == [
-        "1 request rejected.", "1 request was already decided and was left as it was.",
+        "1 request rejected.",
+        "1 request was already decided and was left as it was.",
     ]
     assert ApprovalRequest.objects.get(pk=first.pk).status == "approved"
     assert runs.is_tool_approved(run, "shell", "c3") is False
@@ -87,7 +94,8 @@ def test_always_actions_decide_every_call_of_the_tool(browser, run):
     ]
     act(browser, "always_reject_selected", shell)
     assert runs.records(run) == {
-        "mail": {"approved": True, "rejected": []}, "shell": {"approved": False, "rejected": True},
+        "mail": {"approved": True, "rejected": []},
+        "shell": {"approved": False, "rejected": True},
     }
     assert ApprovalRequest.objects.get(pk=mail.pk).always is True
 
@@ -95,7 +103,9 @@ def test_always_actions_decide_every_call_of_the_tool(browser, run):
 def test_an_expired_request_is_reported_not_decided(browser, run):
     stale = approvals.request_approval(run, "mail", "c1")
     ApprovalRequest.objects.filter(pk=stale.pk).update(created_at=Now() - timedelta(days=2))
-    assert texts(act(browser, "approve_selected", stale)) == ["1 request had expired and was not decided."]
+    assert texts(act(browser, "approve_selected", stale)) == [
+        "1 request had expired and was not decided."
+    ]
     assert runs.records(run) == {}
 
 
@@ -104,12 +114,28 @@ def test_the_pending_request_page_shows_arguments_and_context_and_decides(browse
     page = browser.get(change_url(request))
     body = page.content.decode()
     assert page.status_code == 200
-    for text in ("&quot;to&quot;: &quot;bob&quot;", "&quot;ticket&quot;: &quot;T-42&quot;", 'value="approve"', 'value="reject"', 'name="always"', 'name="reason"'):
+    for text in (
+        "&quot;to&quot;: &quot;bob&quot;",
+        "&quot;ticket&quot;: &quot;T-42&quot;",
+        'value="approve"',
+        'value="reject"',
+        'name="always"',
+        'name="reason"',
+    ):
         assert text in body, text
-    response = browser.post(change_url(request), {"_decision": "reject", "reason": "not to bob", "always": "on"}, follow=True)
+    response = browser.post(
+        change_url(request),
+        {"_decision": "reject", "reason": "not to bob", "always": "on"},
+        follow=True,
+    )
     assert response.redirect_chain[-1][0] == CHANGELIST
     stored = ApprovalRequest.objects.get(pk=request.pk)
-    assert (stored.status, stored.reason, stored.always, stored.decided_by) == ("rejected", "not to bob", True, reviewer)
+    assert (stored.status, stored.reason, stored.always, stored.decided_by) == (
+        "rejected",
+        "not to bob",
+        True,
+        reviewer,
+    )
     assert runs.records(run) == {"mail": {"approved": False, "rejected": True}}
 
 
@@ -167,6 +193,18 @@ def test_the_run_page_shows_usage_records_and_requests(browser, run, reviewer):
     page = browser.get(reverse("admin:agentstate_run_change", args=[run.pk]))
     assert page.status_code == 200
     body = page.content.decode()
-    for text in ("1234", "1239", "mail", "[&quot;c1&quot;]", "reviewer", "fine", "shell", "true", "search", "c9", "T-42"):
+    for text in (
+        "1234",
+        "1239",
+        "mail",
+        "[&quot;c1&quot;]",
+        "reviewer",
+        "fine",
+        "shell",
+        "true",
+        "search",
+        "c9",
+        "T-42",
+    ):
         assert text in body, text
     assert browser.get(reverse("admin:agentstate_run_changelist")).status_code == 200

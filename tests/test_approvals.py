@@ -5,7 +5,12 @@ from datetime import timedelta
 import pytest
 from django.db.models.functions import Now
 
-from agentstate.exceptions import AlreadyDecided, ApprovalRequestExpired, ApprovalRequestNotFound, BadInput
+from agentstate.exceptions import (
+    AlreadyDecided,
+    ApprovalRequestExpired,
+    ApprovalRequestNotFound,
+    BadInput,
+)
 from agentstate.models import ApprovalRequest, Event, Run
 from agentstate.services import approvals, runs
 from agentstate.services.sweep import sweep
@@ -60,16 +65,26 @@ def test_decide_approves_once_and_writes_the_record(run, reviewer):
     request = approvals.request_approval(run, "mail", "c1", {"to": "bob"})
     decided = approvals.decide(request, "approve", by=reviewer, reason="known recipient")
     assert (decided.status, decided.decided_by, decided.reason, decided.always) == (
-        "approved", reviewer, "known recipient", False,
+        "approved",
+        reviewer,
+        "known recipient",
+        False,
     )
     assert decided.decided_at is not None
     assert runs.records(run) == {"mail": {"approved": ["c1"], "rejected": []}}
     assert runs.is_tool_approved(run, "mail", "c1") is True
     event = Event.objects.get(kind="approval.decided")
     assert (event.object_id, event.actor, event.details) == (
-        str(request.pk), "reviewer",
-        {"run_id": "run-1", "tool_name": "mail", "call_id": "c1", "decision": "approve",
-         "always": False, "reason": "known recipient"},
+        str(request.pk),
+        "reviewer",
+        {
+            "run_id": "run-1",
+            "tool_name": "mail",
+            "call_id": "c1",
+            "decision": "approve",
+            "always": False,
+            "reason": "known recipient",
+        },
     )
     with pytest.raises(AlreadyDecided, match="approved by reviewer"):
         approvals.decide(request.pk, "reject", by=reviewer)
@@ -86,7 +101,9 @@ def test_decide_always_reject_decides_every_call_of_the_tool(run, reviewer):
     assert (later.status, later.always) == ("rejected", True)
 
 
-def test_deciding_a_pending_request_past_the_ttl_is_refused_before_the_sweep(run, reviewer, settings):
+def test_deciding_a_pending_request_past_the_ttl_is_refused_before_the_sweep(
+    run, reviewer, settings
+):
     settings.AGENTSTATE = {"APPROVAL_TTL": timedelta(hours=1)}
     request = approvals.request_approval(run, "mail", "c1")
     age(request, timedelta(minutes=59))
@@ -124,8 +141,12 @@ def test_current_status_and_filters_read_past_ttl_requests_as_expired(run):
 
 @pytest.mark.parametrize(
     "decision,options,field",
-    [("maybe", {}, "decision"), ("approve", {"always": 1}, "always"),
-     ("reject", {"reason": 5}, "reason"), ("reject", {"reason": "a\x00b"}, "reason")],
+    [
+        ("maybe", {}, "decision"),
+        ("approve", {"always": 1}, "always"),
+        ("reject", {"reason": 5}, "reason"),
+        ("reject", {"reason": "a\x00b"}, "reason"),
+    ],
 )
 def test_decide_refuses_bad_input_and_changes_nothing(run, reviewer, decision, options, field):
     request = approvals.request_approval(run, "mail", "c1")
@@ -143,7 +164,11 @@ def test_decide_of_a_missing_request_is_not_found(reviewer):
 
 @pytest.mark.parametrize(
     "args,field",
-    [(("", "c1"), "tool_name"), (("mail", "x" * 256), "call_id"), (("mail", "c1", {"a": float("nan")}), "arguments")],
+    [
+        (("", "c1"), "tool_name"),
+        (("mail", "x" * 256), "call_id"),
+        (("mail", "c1", {"a": float("nan")}), "arguments"),
+    ],
 )
 def test_request_approval_refuses_bad_input(run, args, field):
     with pytest.raises(BadInput) as caught:

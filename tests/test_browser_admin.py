@@ -21,8 +21,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 TIMEOUT_MS = 30_000
 
@@ -33,7 +38,9 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
     agent = make_user("agent")
     make_user("reviewer", "agentstate.decide_approvalrequest", is_staff=True)
     run = runs.create_run("browser-run", {"ticket": "T-7"}, user=agent)
-    request = approvals.request_approval(run, "send_email", "call-42", {"to": "bob@example.com"}, user=agent)
+    request = approvals.request_approval(
+        run, "send_email", "call-42", {"to": "bob@example.com"}, user=agent
+    )
     approvals.request_approval(run, "send_email", "call-43", {"to": "eve@example.com"}, user=agent)
     seen: list[str] = []
 
@@ -84,10 +91,12 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
     # 6. The agent's REST check for that call now answers true.
     with httpx.Client(base_url=live_server.url, auth=("agent", "pw"), timeout=30) as api:
         check = api.get(
-            "/api/runs/browser-run/approvals/", params={"tool_name": "send_email", "call_id": "call-42"}
+            "/api/runs/browser-run/approvals/",
+            params={"tool_name": "send_email", "call_id": "call-42"},
         )
         other = api.get(
-            "/api/runs/browser-run/approvals/", params={"tool_name": "send_email", "call_id": "call-43"}
+            "/api/runs/browser-run/approvals/",
+            params={"tool_name": "send_email", "call_id": "call-43"},
         )
     assert check.status_code == 200, check.text
     assert check.json() == {"tool_name": "send_email", "call_id": "call-42", "approved": True}

@@ -36,7 +36,9 @@ PRECEDENCE = [
 ]
 
 
-@pytest.mark.parametrize("record,expected", [case[1:] for case in PRECEDENCE], ids=[case[0] for case in PRECEDENCE])
+@pytest.mark.parametrize(
+    "record,expected", [case[1:] for case in PRECEDENCE], ids=[case[0] for case in PRECEDENCE]
+)
 def test_is_tool_approved_follows_the_sdk_precedence(run, record, expected):
     if record is not None:
         runs.rebuild_approvals(run, {"mail": record})
@@ -71,23 +73,46 @@ def test_get_and_update_run(run):
 
 
 def test_to_json_is_the_resumable_form(run):
-    assert runs.to_json(run) == {"run_id": "run-1", "context": {"user": "alice"}, "usage": ZERO, "approvals": {}}
+    assert runs.to_json(run) == {
+        "run_id": "run-1",
+        "context": {"user": "alice"},
+        "usage": ZERO,
+        "approvals": {},
+    }
 
 
 def test_add_usage_accumulates_and_total_defaults_to_input_plus_output(run):
-    assert runs.add_usage(run, input_tokens=10, output_tokens=5) == {**ZERO, "requests": 1, "input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
-    usage = runs.add_usage(run, requests=2, input_tokens=1, total_tokens=100, cached_tokens=3, reasoning_tokens=4)
+    assert runs.add_usage(run, input_tokens=10, output_tokens=5) == {
+        **ZERO,
+        "requests": 1,
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "total_tokens": 15,
+    }
+    usage = runs.add_usage(
+        run, requests=2, input_tokens=1, total_tokens=100, cached_tokens=3, reasoning_tokens=4
+    )
     assert usage == {
-        "requests": 3, "input_tokens": 11, "output_tokens": 5, "total_tokens": 115,
-        "cached_tokens": 3, "reasoning_tokens": 4,
+        "requests": 3,
+        "input_tokens": 11,
+        "output_tokens": 5,
+        "total_tokens": 115,
+        "cached_tokens": 3,
+        "reasoning_tokens": 4,
     }
     assert Run.objects.get(pk=run.pk).usage == usage == run.usage
 
 
 @pytest.mark.parametrize(
     "field,value",
-    [("input_tokens", -1), ("requests", 1.5), ("output_tokens", "3"), ("cached_tokens", True),
-     ("total_tokens", 2**53 + 1), ("reasoning_tokens", None)],
+    [
+        ("input_tokens", -1),
+        ("requests", 1.5),
+        ("output_tokens", "3"),
+        ("cached_tokens", True),
+        ("total_tokens", 2**53 + 1),
+        ("reasoning_tokens", None),
+    ],
 )
 def test_add_usage_refuses_bad_increments_and_changes_nothing(run, field, value):
     with pytest.raises(BadInput) as caught:
@@ -97,23 +122,33 @@ def test_add_usage_refuses_bad_increments_and_changes_nothing(run, field, value)
 
 
 def test_an_increment_of_exactly_2_53_is_accepted(run):
-    assert runs.add_usage(run, requests=0, input_tokens=2**53, total_tokens=0)["input_tokens"] == 2**53
+    assert (
+        runs.add_usage(run, requests=0, input_tokens=2**53, total_tokens=0)["input_tokens"] == 2**53
+    )
 
 
 def test_per_call_decisions_append_to_lists(run, bob):
-    assert runs.approve(run, "mail", "c1", user=bob, reason="looks fine") == {"mail": {"approved": ["c1"], "rejected": []}}
+    assert runs.approve(run, "mail", "c1", user=bob, reason="looks fine") == {
+        "mail": {"approved": ["c1"], "rejected": []}
+    }
     runs.approve(run, "mail", "c1")  # once only
     assert runs.reject(run, "mail", "c2") == {"mail": {"approved": ["c1"], "rejected": ["c2"]}}
     call = ApprovalCall.objects.get(call_id="c1")
     assert (call.decision, call.decided_by, call.reason) == ("approve", bob, "looks fine")
     assert call.created_at is not None
-    assert [runs.is_tool_approved(run, "mail", c) for c in ("c1", "c2", "c3")] == [True, False, None]
+    assert [runs.is_tool_approved(run, "mail", c) for c in ("c1", "c2", "c3")] == [
+        True,
+        False,
+        None,
+    ]
 
 
 def test_always_approve_clears_rejections(run):
     runs.reject(run, "mail", "c1")
     runs.reject(run, "mail", "c2", always=True)
-    assert runs.approve(run, "mail", "c3", always=True) == {"mail": {"approved": True, "rejected": []}}
+    assert runs.approve(run, "mail", "c3", always=True) == {
+        "mail": {"approved": True, "rejected": []}
+    }
     assert not ApprovalCall.objects.exists()
     assert runs.is_tool_approved(run, "mail", "c1") is True
 
@@ -121,7 +156,9 @@ def test_always_approve_clears_rejections(run):
 def test_always_reject_clears_approvals(run):
     runs.approve(run, "mail", "c1")
     runs.approve(run, "mail", "c2", always=True)
-    assert runs.reject(run, "mail", "c3", always=True) == {"mail": {"approved": False, "rejected": True}}
+    assert runs.reject(run, "mail", "c3", always=True) == {
+        "mail": {"approved": False, "rejected": True}
+    }
     assert not ApprovalCall.objects.exists()
     assert runs.is_tool_approved(run, "mail", "c1") is False
 
@@ -140,10 +177,30 @@ def test_approve_and_reject_record_events(run, bob):
     runs.reject(run, "mail", "c2", always=True)
     kinds = list(Event.objects.order_by("pk").values_list("kind", "object_id", "actor", "details"))
     assert kinds == [
-        ("approvals.changed", "run-1", "bob",
-         {"tool_name": "mail", "call_id": "c1", "decision": "approve", "always": False, "reason": ""}),
-        ("approvals.changed", "run-1", "",
-         {"tool_name": "mail", "call_id": "c2", "decision": "reject", "always": True, "reason": ""}),
+        (
+            "approvals.changed",
+            "run-1",
+            "bob",
+            {
+                "tool_name": "mail",
+                "call_id": "c1",
+                "decision": "approve",
+                "always": False,
+                "reason": "",
+            },
+        ),
+        (
+            "approvals.changed",
+            "run-1",
+            "",
+            {
+                "tool_name": "mail",
+                "call_id": "c2",
+                "decision": "reject",
+                "always": True,
+                "reason": "",
+            },
+        ),
     ]
 
 
@@ -182,7 +239,9 @@ def test_rebuild_and_to_json_round_trip(run):
 def test_rebuild_replaces_everything(run):
     runs.approve(run, "mail", "c1")
     runs.reject(run, "shell", "c1", always=True)
-    assert runs.rebuild_approvals(run, {"search": {"approved": ["s1"]}}) == {"search": {"approved": ["s1"], "rejected": []}}
+    assert runs.rebuild_approvals(run, {"search": {"approved": ["s1"]}}) == {
+        "search": {"approved": ["s1"], "rejected": []}
+    }
     assert runs.rebuild_approvals(run, {}) == {}
     assert not ApprovalRecord.objects.exists() and not ApprovalCall.objects.exists()
 
@@ -204,6 +263,11 @@ def test_rebuild_refuses_a_bad_map_and_keeps_the_old_records(run, records, field
     runs.approve(run, "mail", "c1")
     before = runs.records(run)
     with pytest.raises(BadInput) as caught:
-        runs.rebuild_approvals(run, {"good": {"approved": True, "rejected": []}, **records} if isinstance(records, dict) else records)
+        runs.rebuild_approvals(
+            run,
+            {"good": {"approved": True, "rejected": []}, **records}
+            if isinstance(records, dict)
+            else records,
+        )
     assert caught.value.field == field
     assert runs.records(run) == before

@@ -52,8 +52,8 @@ def test_approve_and_reject_racing_on_one_request_store_one_decision(concurrentl
     for round_ in range(10):
         request = approvals.request_approval(run, "mail", f"c{round_}")
 
-        def decide(i: int):
-            return approvals.decide(request.pk, ("approve", "reject")[i], by=reviewers[i], reason=f"by {i}")
+        def decide(i: int, pk: int = request.pk):
+            return approvals.decide(pk, ("approve", "reject")[i], by=reviewers[i], reason=f"by {i}")
 
         results = concurrently(2, decide)
         winners = [r for r in results if isinstance(r, ApprovalRequest)]
@@ -61,7 +61,10 @@ def test_approve_and_reject_racing_on_one_request_store_one_decision(concurrentl
         assert len(winners) == 1 and len(losers) == 1, results
         assert losers[0].code == "already_decided"
         stored = ApprovalRequest.objects.get(pk=request.pk)
-        assert (stored.status, stored.decided_by_id) == (winners[0].status, winners[0].decided_by_id)
+        assert (stored.status, stored.decided_by_id) == (
+            winners[0].status,
+            winners[0].decided_by_id,
+        )
         expected = stored.status == "approved"
         assert runs.is_tool_approved(run, "mail", f"c{round_}") is expected
         sides = runs.records(run)["mail"]

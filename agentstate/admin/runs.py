@@ -43,7 +43,9 @@ ACTIONS = {
 
 
 def _pretty(value: Any) -> str:
-    return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True))
+    return format_html(
+        "<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    )
 
 
 def pending_count() -> int:
@@ -69,25 +71,46 @@ class CurrentStatusFilter(admin.SimpleListFilter):
 class ApprovalRequestAdmin(admin.ModelAdmin):
     change_form_template = "admin/agentstate/approvalrequest/change_form.html"
     list_display = (
-        "id", "run_link", "tool_name", "call_id", "short_arguments", "age", "current_status",
-        "decided_by", "decided_at",
+        "id",
+        "run_link",
+        "tool_name",
+        "call_id",
+        "short_arguments",
+        "age",
+        "current_status",
+        "decided_by",
+        "decided_at",
     )
     list_display_links = ("id", "tool_name")
     list_filter = (CurrentStatusFilter, "tool_name")
     search_fields = ("run__run_id", "tool_name", "call_id")
     list_select_related = ("run", "decided_by", "created_by")
-    actions = list(ACTIONS)
+    actions = tuple(ACTIONS)
     fields = readonly_fields = (
-        "run_link", "tool_name", "call_id", "pretty_arguments", "run_context", "current_status",
-        "always", "created_by", "created_at", "age", "decided_by", "decided_at", "reason",
+        "run_link",
+        "tool_name",
+        "call_id",
+        "pretty_arguments",
+        "run_context",
+        "current_status",
+        "always",
+        "created_by",
+        "created_at",
+        "age",
+        "decided_by",
+        "decided_at",
+        "reason",
     )
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         """Annotated with ``current_status`` and ``queue`` (0 for pending), then ordered."""
         queryset = approvals.with_current_status(self.model._default_manager.get_queryset())
         queryset = queryset.annotate(
-            queue=Case(When(approvals.in_status(Status.PENDING), then=Value(0)), default=Value(1),
-                       output_field=IntegerField())
+            queue=Case(
+                When(approvals.in_status(Status.PENDING), then=Value(0)),
+                default=Value(1),
+                output_field=IntegerField(),
+            )
         )
         return queryset.order_by(*self.get_ordering(request))
 
@@ -129,7 +152,9 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def has_view_permission(self, request: HttpRequest, obj: ApprovalRequest | None = None) -> bool:
         return super().has_view_permission(request, obj) or self.has_decide_permission(request)
 
-    def has_change_permission(self, request: HttpRequest, obj: ApprovalRequest | None = None) -> bool:
+    def has_change_permission(
+        self, request: HttpRequest, obj: ApprovalRequest | None = None
+    ) -> bool:
         if obj is not None and obj.status != Status.PENDING:
             return False
         return self.has_decide_permission(request)
@@ -188,16 +213,22 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def reject_selected(self, request, queryset) -> None:
         self._decide_many(request, queryset, "reject_selected")
 
-    @admin.action(description=_("Always approve the tools of selected requests"), permissions=["decide"])
+    @admin.action(
+        description=_("Always approve the tools of selected requests"), permissions=["decide"]
+    )
     def always_approve_selected(self, request, queryset) -> None:
         self._decide_many(request, queryset, "always_approve_selected")
 
-    @admin.action(description=_("Always reject the tools of selected requests"), permissions=["decide"])
+    @admin.action(
+        description=_("Always reject the tools of selected requests"), permissions=["decide"]
+    )
     def always_reject_selected(self, request, queryset) -> None:
         self._decide_many(request, queryset, "always_reject_selected")
 
     @csrf_protect_m
-    def changeform_view(self, request, object_id=None, form_url="", extra_context=None) -> HttpResponse:
+    def changeform_view(
+        self, request, object_id=None, form_url="", extra_context=None
+    ) -> HttpResponse:
         """A POST with ``_decision`` decides the request; anything else is the usual page."""
         if request.method == "POST" and object_id and "_decision" in request.POST:
             return self._decide_one(request, object_id)
@@ -214,7 +245,11 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         always = request.POST.get("always") in ("on", "true", "1")
         try:
             approvals.decide(
-                obj.pk, request.POST["_decision"], always, by=request.user, reason=request.POST.get("reason", "")
+                obj.pk,
+                request.POST["_decision"],
+                always,
+                by=request.user,
+                reason=request.POST.get("reason", ""),
             )
         except AgentStateError as error:
             self.message_user(request, error.detail, messages.ERROR)
@@ -222,7 +257,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         decided = ApprovalRequest.objects.get(pk=obj.pk)
         self.message_user(
             request,
-            _("Request %(request)s was %(status)s.") % {"request": decided, "status": decided.get_status_display()},
+            _("Request %(request)s was %(status)s.")
+            % {"request": decided, "status": decided.get_status_display()},
             messages.SUCCESS,
         )
         return HttpResponseRedirect(reverse("admin:agentstate_approvalrequest_changelist"))
@@ -252,7 +288,14 @@ class RunPartInline(admin.TabularInline):
 
 class ApprovalRecordInline(RunPartInline):
     model = ApprovalRecord
-    fields = readonly_fields = ("tool_name", "approved", "rejected", "calls_decided", "updated_by", "updated_at")
+    fields = readonly_fields = (
+        "tool_name",
+        "approved",
+        "rejected",
+        "calls_decided",
+        "updated_by",
+        "updated_at",
+    )
 
     @admin.display(description=_("approved"))
     def approved(self, record: ApprovalRecord) -> str:
@@ -269,10 +312,16 @@ class ApprovalRecordInline(RunPartInline):
     @admin.display(description=_("per-call decisions: who, when, why"))
     def calls_decided(self, record: ApprovalRecord) -> str:
         return format_html_join(
-            "", "<div>{} {}: {} {} {}</div>",
+            "",
+            "<div>{} {}: {} {} {}</div>",
             (
-                (call.call_id, call.get_decision_display(), call.decided_by or "—",
-                 timezone.localtime(call.created_at).strftime("%Y-%m-%d %H:%M:%S"), call.reason)
+                (
+                    call.call_id,
+                    call.get_decision_display(),
+                    call.decided_by or "—",
+                    timezone.localtime(call.created_at).strftime("%Y-%m-%d %H:%M:%S"),
+                    call.reason,
+                )
                 for call in record.calls.select_related("decided_by").order_by("pk")
             ),
         )
@@ -281,20 +330,41 @@ class ApprovalRecordInline(RunPartInline):
 class ApprovalRequestInline(RunPartInline):
     model = ApprovalRequest
     show_change_link = True
-    fields = readonly_fields = ("tool_name", "call_id", "status", "decided_by", "decided_at", "reason", "created_at")
+    fields = readonly_fields = (
+        "tool_name",
+        "call_id",
+        "status",
+        "decided_by",
+        "decided_at",
+        "reason",
+        "created_at",
+    )
     ordering = ("created_at", "pk")
 
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ("run_id", "created_by", "requests", "input_tokens", "output_tokens", "total_tokens", "created_at")
+    list_display = (
+        "run_id",
+        "created_by",
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "created_at",
+    )
     search_fields = ("run_id",)
     list_select_related = ("created_by",)
     date_hierarchy = "created_at"
     fields = readonly_fields = (
-        "run_id", "created_by", "pretty_context", *Run.USAGE_FIELDS, "created_at", "updated_at",
+        "run_id",
+        "created_by",
+        "pretty_context",
+        *Run.USAGE_FIELDS,
+        "created_at",
+        "updated_at",
     )
-    inlines = [ApprovalRecordInline, ApprovalRequestInline]
+    inlines = (ApprovalRecordInline, ApprovalRequestInline)
 
     @admin.display(description=_("context"))
     def pretty_context(self, run: Run) -> str:
@@ -321,7 +391,8 @@ def _count_pending_in_app_list(site: admin.AdminSite) -> None:
             for model in app["models"]:
                 if model["model"] is ApprovalRequest:
                     model["name"] = _("%(name)s (%(count)d pending)") % {
-                        "name": model["name"], "count": pending_count(),
+                        "name": model["name"],
+                        "count": pending_count(),
                     }
         return app_list
 

@@ -64,15 +64,21 @@ class RunCreateRequest(StrictSerializer):
         required=False,
         help_text="1 to 128 characters of A-Z a-z 0-9 . _ : - (not '.' or '..'); a UUID when omitted.",
     )
-    context = AnyJSONField(required=False, help_text="The application's own data (null or omitted: {}).")
+    context = AnyJSONField(
+        required=False, help_text="The application's own data (null or omitted: {})."
+    )
 
 
 class RunUpdateRequest(StrictSerializer):
-    context = AnyJSONField(help_text="Replaces the run's context.")
+    """A partial update: ``context`` is the one writable field, so ``{}`` changes nothing."""
+
+    context = AnyJSONField(required=False, help_text="Replaces the run's context.")
 
 
 def _count(help_text: str) -> StrictIntegerField:
-    return StrictIntegerField(required=False, min_value=0, max_value=MAX_INCREMENT, help_text=help_text)
+    return StrictIntegerField(
+        required=False, min_value=0, max_value=MAX_INCREMENT, help_text=help_text
+    )
 
 
 class UsageRequest(StrictSerializer):
@@ -100,13 +106,17 @@ class ApprovalQuery(QuerySerializer):
 class ApprovalCheck(serializers.Serializer):
     tool_name = serializers.CharField()
     call_id = serializers.CharField()
-    approved = serializers.BooleanField(allow_null=True, help_text="true, false, or null while pending.")
+    approved = serializers.BooleanField(
+        allow_null=True, help_text="true, false, or null while pending."
+    )
 
 
 class ApprovalChangeRequest(StrictSerializer):
     tool_name = KeyField()
     call_id = KeyField()
-    always = StrictBooleanField(required=False, default=False, help_text="Decide every call of the tool.")
+    always = StrictBooleanField(
+        required=False, default=False, help_text="Decide every call of the tool."
+    )
 
 
 class ApprovalRequestCreate(StrictSerializer):
@@ -123,7 +133,9 @@ class ApprovalRequestQuery(QuerySerializer):
 
 class DecideRequest(StrictSerializer):
     decision = serializers.ChoiceField(choices=["approve", "reject"])
-    always = StrictBooleanField(required=False, default=False, help_text="Decide every call of the tool.")
+    always = StrictBooleanField(
+        required=False, default=False, help_text="Decide every call of the tool."
+    )
     reason = StrictCharField(required=False, allow_blank=True, default="")
 
 
@@ -137,10 +149,18 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = ApprovalRequest
-        fields = [
-            "id", "run_id", "tool_name", "call_id", "arguments", "status",
-            "decided_by", "decided_at", "reason", "created_at",
-        ]
+        fields = (
+            "id",
+            "run_id",
+            "tool_name",
+            "call_id",
+            "arguments",
+            "status",
+            "decided_by",
+            "decided_at",
+            "reason",
+            "created_at",
+        )
         read_only_fields = fields
 
     @extend_schema_field(serializers.ChoiceField(choices=ApprovalRequest.Status.values))
@@ -150,4 +170,3 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_decided_by(self, request: ApprovalRequest) -> str | None:
         return request.decided_by.get_username() if request.decided_by_id else None
-

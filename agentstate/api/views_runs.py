@@ -43,14 +43,20 @@ def changeable_runs(user) -> QuerySet[Run]:
 
 def visible_requests(user) -> QuerySet[ApprovalRequest]:
     """A reviewer (``decide_approvalrequest``) sees the queue it decides."""
-    requests = approvals.with_current_status(ApprovalRequest.objects.select_related("run", "decided_by"))
-    if has_model_perm(user, "view_approvalrequest") or has_model_perm(user, "decide_approvalrequest"):
+    requests = approvals.with_current_status(
+        ApprovalRequest.objects.select_related("run", "decided_by")
+    )
+    if has_model_perm(user, "view_approvalrequest") or has_model_perm(
+        user, "decide_approvalrequest"
+    ):
         return requests
     return requests.filter(created_by=user)
 
 
 class RunsView(AgentStateAPIView):
-    @documented(request=s.RunCreateRequest, responses={201: s.RunSerializer}, operation_id="runs_create")
+    @documented(
+        request=s.RunCreateRequest, responses={201: s.RunSerializer}, operation_id="runs_create"
+    )
     def post(self, request):
         d = self.validated(s.RunCreateRequest, request.data)
         run = runs.create_run(d.get("run_id"), d.get("context"), user=request.user)
@@ -62,15 +68,27 @@ class RunView(AgentStateAPIView):
     def get(self, request, run_id: str):
         return Response(runs.to_json(runs.get_run(run_id, visible_runs(request.user))))
 
-    @documented(parameters=[RUN_ID], request=s.RunUpdateRequest, responses=s.RunSerializer, operation_id="runs_update")
+    @documented(
+        parameters=[RUN_ID],
+        request=s.RunUpdateRequest,
+        responses=s.RunSerializer,
+        operation_id="runs_update",
+    )
     def patch(self, request, run_id: str):
         run = runs.get_run(run_id, changeable_runs(request.user))
         d = self.validated(s.RunUpdateRequest, request.data)
-        return Response(runs.to_json(runs.update_run(run, d["context"])))
+        if "context" in d:
+            run = runs.update_run(run, d["context"])
+        return Response(runs.to_json(run))
 
 
 class UsageView(AgentStateAPIView):
-    @documented(parameters=[RUN_ID], request=s.UsageRequest, responses=s.UsageSerializer, operation_id="runs_usage_add")
+    @documented(
+        parameters=[RUN_ID],
+        request=s.UsageRequest,
+        responses=s.UsageSerializer,
+        operation_id="runs_usage_add",
+    )
     def post(self, request, run_id: str):
         run = runs.get_run(run_id, changeable_runs(request.user))
         d = self.validated(s.UsageRequest, request.data)
@@ -91,7 +109,9 @@ class ApprovalsView(AgentStateAPIView):
         if not q:
             return Response(runs.records(run))
         approved = runs.is_tool_approved(run, q["tool_name"], q["call_id"])
-        return Response({"tool_name": q["tool_name"], "call_id": q["call_id"], "approved": approved})
+        return Response(
+            {"tool_name": q["tool_name"], "call_id": q["call_id"], "approved": approved}
+        )
 
     @documented(
         parameters=[RUN_ID],
@@ -112,14 +132,18 @@ class ApprovalChangeView(AgentStateAPIView):
     def post(self, request, run_id: str):
         run = runs.get_run(run_id, changeable_runs(request.user))
         d = self.validated(s.ApprovalChangeRequest, request.data)
-        return Response(self.change(run, d["tool_name"], d["call_id"], d["always"], user=request.user))
+        return Response(
+            self.change(run, d["tool_name"], d["call_id"], d["always"], user=request.user)
+        )
 
 
 class ApproveView(ApprovalChangeView):
     change = staticmethod(runs.approve)
 
     @documented(
-        parameters=[RUN_ID], request=s.ApprovalChangeRequest, responses={200: s.RECORDS_SCHEMA},
+        parameters=[RUN_ID],
+        request=s.ApprovalChangeRequest,
+        responses={200: s.RECORDS_SCHEMA},
         operation_id="runs_approvals_approve",
     )
     def post(self, request, run_id: str):
@@ -130,7 +154,9 @@ class RejectView(ApprovalChangeView):
     change = staticmethod(runs.reject)
 
     @documented(
-        parameters=[RUN_ID], request=s.ApprovalChangeRequest, responses={200: s.RECORDS_SCHEMA},
+        parameters=[RUN_ID],
+        request=s.ApprovalChangeRequest,
+        responses={200: s.RECORDS_SCHEMA},
         operation_id="runs_approvals_reject",
     )
     def post(self, request, run_id: str):
@@ -139,7 +165,9 @@ class RejectView(ApprovalChangeView):
 
 def _shown(request: ApprovalRequest) -> dict:
     """The request as a listing shows it (current status by the database clock)."""
-    current = approvals.with_current_status(ApprovalRequest.objects.select_related("run", "decided_by"))
+    current = approvals.with_current_status(
+        ApprovalRequest.objects.select_related("run", "decided_by")
+    )
     return s.ApprovalRequestSerializer(current.get(pk=request.pk)).data
 
 
@@ -156,7 +184,9 @@ class RunApprovalRequestsView(AgentStateAPIView):
         filed, created = approvals.ensure_request(
             run, d["tool_name"], d["call_id"], d.get("arguments"), user=request.user
         )
-        return Response(_shown(filed), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return Response(
+            _shown(filed), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
 
 class ApprovalRequestsView(AgentStateAPIView):
@@ -185,8 +215,12 @@ def _find(rows: QuerySet[ApprovalRequest], pk: int) -> ApprovalRequest:
 
 
 class ApprovalRequestView(AgentStateAPIView):
-    @documented(parameters=[REQUEST_ID], responses=s.ApprovalRequestSerializer, operation_id="approval_requests_get")
-    def get(self, request, id: int):  # noqa: A002 - the path parameter of SPEC
+    @documented(
+        parameters=[REQUEST_ID],
+        responses=s.ApprovalRequestSerializer,
+        operation_id="approval_requests_get",
+    )
+    def get(self, request, id: int):  # the path parameter of SPEC
         return Response(s.ApprovalRequestSerializer(_find(visible_requests(request.user), id)).data)
 
 
@@ -197,11 +231,14 @@ class DecideView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_decide",
     )
-    def post(self, request, id: int):  # noqa: A002 - the path parameter of SPEC
+    def post(self, request, id: int):  # the path parameter of SPEC
         if not request.user.has_perm("agentstate.decide_approvalrequest"):
-            raise PermissionDenied("Deciding approval requests takes agentstate.decide_approvalrequest.")
+            raise PermissionDenied(
+                "Deciding approval requests takes agentstate.decide_approvalrequest."
+            )
         d = self.validated(s.DecideRequest, request.data)
         found = _find(ApprovalRequest.objects.all(), id)
-        decided = approvals.decide(found, d["decision"], d["always"], by=request.user, reason=d["reason"])
+        decided = approvals.decide(
+            found, d["decision"], d["always"], by=request.user, reason=d["reason"]
+        )
         return Response(_shown(decided))
-

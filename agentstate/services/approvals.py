@@ -22,7 +22,12 @@ from django.db.models.functions import Now
 from agentstate import events
 from agentstate.conf import agentstate_settings
 from agentstate.db import atomic_retry
-from agentstate.exceptions import AlreadyDecided, ApprovalRequestExpired, ApprovalRequestNotFound, BadInput
+from agentstate.exceptions import (
+    AlreadyDecided,
+    ApprovalRequestExpired,
+    ApprovalRequestNotFound,
+    BadInput,
+)
 from agentstate.models import ApprovalRequest, Run
 from agentstate.services import runs
 from agentstate.validation import check_json, check_key
@@ -44,7 +49,9 @@ def with_current_status(requests: QuerySet) -> QuerySet:
     """
     return requests.annotate(
         current_status=Case(
-            When(_expired_q(), then=Value(Status.EXPIRED)), default=F("status"), output_field=CharField()
+            When(_expired_q(), then=Value(Status.EXPIRED)),
+            default=F("status"),
+            output_field=CharField(),
         )
     )
 
@@ -59,7 +66,12 @@ def in_status(status: str) -> Q:
 
 
 def _details(request: ApprovalRequest, run: Run, **extra: Any) -> dict[str, Any]:
-    return {"run_id": run.run_id, "tool_name": request.tool_name, "call_id": request.call_id, **extra}
+    return {
+        "run_id": run.run_id,
+        "tool_name": request.tool_name,
+        "call_id": request.call_id,
+        **extra,
+    }
 
 
 @atomic_retry
@@ -101,7 +113,10 @@ def ensure_request(
     )
     request.refresh_from_db(fields=["created_at", "decided_at"])
     events.record(
-        "approval.requested", request, object_id=str(request.pk), user=user,
+        "approval.requested",
+        request,
+        object_id=str(request.pk),
+        user=user,
         details=_details(request, run, status=request.status),
     )
     return request, True
@@ -145,7 +160,8 @@ def decide(
     if locked is None:
         raise ApprovalRequestNotFound(f"Approval request {pk} not found.")
     if locked.status == Status.EXPIRED or (
-        locked.status == Status.PENDING and ApprovalRequest.objects.filter(_expired_q(), pk=pk).exists()
+        locked.status == Status.PENDING
+        and ApprovalRequest.objects.filter(_expired_q(), pk=pk).exists()
     ):
         raise ApprovalRequestExpired()
     if locked.status != Status.PENDING:
@@ -161,7 +177,10 @@ def decide(
     locked.save(update_fields=["status", "always", "decided_by", "decided_at", "reason"])
     locked.refresh_from_db(fields=["decided_at"])
     events.record(
-        "approval.decided", locked, object_id=str(pk), user=by,
+        "approval.decided",
+        locked,
+        object_id=str(pk),
+        user=by,
         details=_details(locked, locked.run, decision=decision, always=always, reason=reason),
     )
     return locked

@@ -55,7 +55,9 @@ def create_run(run_id: str | None = None, context: Any = None, *, user: User = N
         raise RunExists(f"A run with run_id {run_id!r} already exists.")
     # A racing creator of the same id fails on the unique constraint; the
     # retry of ``atomic_retry`` then sees its run and answers RunExists.
-    return Run.objects.create(run_id=run_id, context={} if context is None else context, created_by=real_user(user))
+    return Run.objects.create(
+        run_id=run_id, context={} if context is None else context, created_by=real_user(user)
+    )
 
 
 def get_run(run_id: str, among: QuerySet | None = None) -> Run:
@@ -113,7 +115,9 @@ def add_usage(
     row lock the UPDATE takes, so no concurrent addition is lost.
     """
     if total_tokens is None:
-        total_tokens = _increment("input_tokens", input_tokens) + _increment("output_tokens", output_tokens)
+        total_tokens = _increment("input_tokens", input_tokens) + _increment(
+            "output_tokens", output_tokens
+        )
     given = {
         "requests": requests,
         "input_tokens": input_tokens,
@@ -123,7 +127,9 @@ def add_usage(
         "reasoning_tokens": reasoning_tokens,
     }
     increments = {name: _increment(name, value) for name, value in given.items()}
-    if not Run.objects.filter(pk=run.pk).update(**{name: F(name) + value for name, value in increments.items()}):
+    if not Run.objects.filter(pk=run.pk).update(
+        **{name: F(name) + value for name, value in increments.items()}
+    ):
         raise RunNotFound(f"Run {run.run_id!r} not found.")
     # Our UPDATE holds the row lock until commit: this reads our own totals.
     usage = Run.objects.filter(pk=run.pk).values(*Run.USAGE_FIELDS).get()
@@ -182,7 +188,9 @@ def is_tool_approved(run: Run, tool_name: str, call_id: str) -> bool | None:
 
 def _locked_record(run: Run, tool_name: str) -> ApprovalRecord:
     """The tool's record, locked; a new one is in the SDK's default list form."""
-    ApprovalRecord.objects.bulk_create([ApprovalRecord(run=run, tool_name=tool_name)], ignore_conflicts=True)
+    ApprovalRecord.objects.bulk_create(
+        [ApprovalRecord(run=run, tool_name=tool_name)], ignore_conflicts=True
+    )
     return ApprovalRecord.objects.select_for_update().get(run=run, tool_name=tool_name)
 
 
@@ -214,7 +222,15 @@ def _change(
         record.calls.all().delete()
     elif (record.approved_always if decision == APPROVE else record.rejected_always) is None:
         ApprovalCall.objects.bulk_create(
-            [ApprovalCall(record=record, call_id=call_id, decision=decision, decided_by=real_user(user), reason=reason)],
+            [
+                ApprovalCall(
+                    record=record,
+                    call_id=call_id,
+                    decision=decision,
+                    decided_by=real_user(user),
+                    reason=reason,
+                )
+            ],
             ignore_conflicts=True,
         )
     record.updated_by = real_user(user)
@@ -225,8 +241,11 @@ def _change(
         object_id=run.run_id,
         user=user,
         details={
-            "tool_name": tool_name, "call_id": call_id, "decision": decision,
-            "always": always, "reason": reason,
+            "tool_name": tool_name,
+            "call_id": call_id,
+            "decision": decision,
+            "always": always,
+            "reason": reason,
         },
     )
     return records(run)
@@ -234,7 +253,13 @@ def _change(
 
 @atomic_retry
 def approve(
-    run: Run, tool_name: str, call_id: str, always: bool = False, *, user: User = None, reason: str = ""
+    run: Run,
+    tool_name: str,
+    call_id: str,
+    always: bool = False,
+    *,
+    user: User = None,
+    reason: str = "",
 ) -> Records:
     """Approve one call (appended when ``approved`` is a list) or, ``always``, every call.
 
@@ -245,7 +270,13 @@ def approve(
 
 @atomic_retry
 def reject(
-    run: Run, tool_name: str, call_id: str, always: bool = False, *, user: User = None, reason: str = ""
+    run: Run,
+    tool_name: str,
+    call_id: str,
+    always: bool = False,
+    *,
+    user: User = None,
+    reason: str = "",
 ) -> Records:
     """Reject one call (appended when ``rejected`` is a list) or, ``always``, every call.
 
@@ -261,15 +292,21 @@ def check_records(value: Any) -> Records:
     one list are kept once.
     """
     if not isinstance(value, dict):
-        raise BadInput("The approval records must be an object keyed by tool name.", field="approvals")
+        raise BadInput(
+            "The approval records must be an object keyed by tool name.", field="approvals"
+        )
     checked: Records = {}
     for tool_name, record in value.items():
         check_key(tool_name, "tool_name")
         if not isinstance(record, dict):
-            raise BadInput(f"{tool_name}: must be an object with 'approved' and 'rejected'.", field=tool_name)
+            raise BadInput(
+                f"{tool_name}: must be an object with 'approved' and 'rejected'.", field=tool_name
+            )
         unknown = sorted(set(record) - set(SIDES))
         if unknown:
-            raise BadInput(f"{tool_name}.{unknown[0]}: unknown field.", field=f"{tool_name}.{unknown[0]}")
+            raise BadInput(
+                f"{tool_name}.{unknown[0]}: unknown field.", field=f"{tool_name}.{unknown[0]}"
+            )
         checked[tool_name] = {}
         for side in SIDES:
             where = f"{tool_name}.{side}"
@@ -283,7 +320,9 @@ def check_records(value: Any) -> Records:
                 try:
                     check_key(call_id, "call_id")
                 except BadInput as error:
-                    raise BadInput(f"{where}.{index}: {error.detail}", field=f"{where}.{index}") from None
+                    raise BadInput(
+                        f"{where}.{index}: {error.detail}", field=f"{where}.{index}"
+                    ) from None
             checked[tool_name][side] = list(dict.fromkeys(given))
     return checked
 
@@ -309,7 +348,12 @@ def rebuild_approvals(run: Run, value: Any, *, user: User = None) -> Records:
     )
     by_tool = {record.tool_name: record for record in ApprovalRecord.objects.filter(run=run)}
     ApprovalCall.objects.bulk_create(
-        ApprovalCall(record=by_tool[tool_name], call_id=call_id, decision=SIDES[side], decided_by=real_user(user))
+        ApprovalCall(
+            record=by_tool[tool_name],
+            call_id=call_id,
+            decision=SIDES[side],
+            decided_by=real_user(user),
+        )
         for tool_name, sides in checked.items()
         for side in SIDES
         if isinstance(sides[side], list)
@@ -323,4 +367,9 @@ def rebuild_approvals(run: Run, value: Any, *, user: User = None) -> Records:
 
 def to_json(run: Run) -> dict[str, Any]:
     """``{"run_id", "context", "usage", "approvals"}``: what a client stores to resume."""
-    return {"run_id": run.run_id, "context": run.context, "usage": run.usage, "approvals": records(run)}
+    return {
+        "run_id": run.run_id,
+        "context": run.context,
+        "usage": run.usage,
+        "approvals": records(run),
+    }
