@@ -4,7 +4,8 @@ Debian's headless Chromium (``/usr/bin/chromium``, installed by ``.ci/run``;
 never a browser downloaded by ``playwright install``), driven by Playwright
 against pytest-django's live server: a reviewer logs in, finds the pending
 request from the admin index, approves it with the list action, and the
-agent's REST check for that call then answers ``true``.
+agent's REST check for that call then answers ``true``; then it rejects the
+other request from its own page, with a reason.
 
 The database is set up before the browser starts and read after it stops:
 Playwright's sync API runs an event loop in this thread, in which Django
@@ -80,15 +81,28 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
             expect(decided_row).to_contain_text("approved")
             expect(decided_row).to_contain_text("reviewer")
             seen.append(page.locator("ul.messagelist").inner_text())
+
+            # 6. The other request's own page: arguments, the run's context, a reason, Reject.
+            page.locator("#result_list tbody tr").filter(has_text="call-43").get_by_role(
+                "link", name="send_email"
+            ).click()
+            expect(page.locator("body")).to_contain_text('"to": "eve@example.com"')
+            expect(page.locator("body")).to_contain_text('"ticket": "T-7"')
+            seen.append(page.title())
+            page.fill("#id_reason", "unknown recipient")
+            page.click("#reject-button")
+            expect(page.locator("ul.messagelist")).to_contain_text("was rejected")
+            seen.append(page.locator("ul.messagelist").inner_text())
         finally:
             browser.close()
 
     print("\nreviewer's path:", " -> ".join(seen))
     stored = ApprovalRequest.objects.select_related("decided_by").get(pk=request.pk)
     assert (stored.status, stored.decided_by.username) == ("approved", "reviewer")
-    assert ApprovalRequest.objects.get(call_id="call-43").status == "pending"
+    other_request = ApprovalRequest.objects.get(call_id="call-43")
+    assert (other_request.status, other_request.reason) == ("rejected", "unknown recipient")
 
-    # 6. The agent's REST check for that call now answers true.
+    # 7. The agent's REST check for that call now answers true.
     with httpx.Client(base_url=live_server.url, auth=("agent", "pw"), timeout=30) as api:
         check = api.get(
             "/api/runs/browser-run/approvals/",
@@ -100,4 +114,4 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
         )
     assert check.status_code == 200, check.text
     assert check.json() == {"tool_name": "send_email", "call_id": "call-42", "approved": True}
-    assert other.json()["approved"] is None
+    assert other.json()["approved"] is False
