@@ -66,7 +66,9 @@ class ToolContext:
         self._extensions: dict[type, Any] = {}
 
     def __repr__(self) -> str:
-        return f"ToolContext(conversation_id={self._conversation_id!r}, shared_state={self._state!r})"
+        return (
+            f"ToolContext(conversation_id={self._conversation_id!r}, shared_state={self._state!r})"
+        )
 
     def _derive(self, conversation_id: str | None, state: SharedState) -> ToolContext:
         derived = ToolContext(conversation_id, state)

@@ -37,7 +37,9 @@ _NAME = {"type": "string", "minLength": 1, "maxLength": 255, "description": "The
 _VALUE = {"description": "Any JSON value: a string, number, boolean, null, object or array."}
 
 
-def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+def _schema(
+    name: str, description: str, properties: dict[str, Any], required: list[str]
+) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {
@@ -65,7 +67,13 @@ SCHEMAS: list[dict[str, Any]] = [
         GET,
         "Read context variables. Answers a JSON object with an entry for every requested "
         "name (null when absent); without names, every variable.",
-        {"names": {"type": "array", "items": _NAME, "description": "The names to read; omit for all."}},
+        {
+            "names": {
+                "type": "array",
+                "items": _NAME,
+                "description": "The names to read; omit for all.",
+            }
+        },
         [],
     ),
     _schema(
@@ -80,7 +88,10 @@ SCHEMAS: list[dict[str, Any]] = [
         "Remove and return a value: a string variable as a whole, or a list's last (LIFO, the "
         "default) or first (FIFO) element. An emptied list is removed; a list left with one "
         "string becomes that string.",
-        {"name": _NAME, "mode": {"type": "string", "enum": ["LIFO", "FIFO"], "description": "LIFO or FIFO."}},
+        {
+            "name": _NAME,
+            "mode": {"type": "string", "enum": ["LIFO", "FIFO"], "description": "LIFO or FIFO."},
+        },
         ["name"],
     ),
 ]
@@ -189,6 +200,6 @@ def dispatch(
     except DatabaseError:
         logger.warning("context tool %s failed on scope %r", name, scope, exc_info=True)
         return "error: the context store is unavailable; nothing was changed, try again later"
-    except Exception as error:  # noqa: BLE001 - a tool never raises to the model
+    except Exception as error:
         logger.exception("context tool %s failed on scope %r", name, scope)
         return f"error: {type(error).__name__}: {error}"

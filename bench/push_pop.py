@@ -28,13 +28,13 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 os.environ.setdefault("DJANGO_DEBUG", "0")  # DEBUG keeps every query in memory
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
-from django.db import connection  # noqa: E402
+from django.db import connection
 
-from agentstate.services import context  # noqa: E402
+from agentstate.services import context
 
 LENGTHS = (10, 1_000, 100_000)
 LIMIT = 1.5
@@ -76,7 +76,9 @@ def measure(length: int, ops: int, rounds: int) -> dict[str, float]:
         context.delete_scope(scope)
 
 
-def _push_then_pop(ops: int, rounds: int, pushes: Callable[[], None], undo: Callable[[], None]) -> float:
+def _push_then_pop(
+    ops: int, rounds: int, pushes: Callable[[], None], undo: Callable[[], None]
+) -> float:
     """Push rate, each round's pushes undone (untimed) so the length stays put."""
     best = float("inf")
     for _ in range(rounds):
@@ -89,12 +91,18 @@ def _push_then_pop(ops: int, rounds: int, pushes: Callable[[], None], undo: Call
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ops", type=int, default=500, help="operations per timed run (default 500)")
-    parser.add_argument("--rounds", type=int, default=5, help="timed runs per figure, best kept (default 5)")
+    parser.add_argument(
+        "--ops", type=int, default=500, help="operations per timed run (default 500)"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="timed runs per figure, best kept (default 5)"
+    )
     args = parser.parse_args()
 
-    print(f"database: {connection.vendor} ({connection.settings_dict['NAME']}); "
-          f"{args.ops} operations per run, best of {args.rounds}")
+    print(
+        f"database: {connection.vendor} ({connection.settings_dict['NAME']}); "
+        f"{args.ops} operations per run, best of {args.rounds}"
+    )
     results = {length: measure(length, args.ops, args.rounds) for length in LENGTHS}
     operations = list(results[LENGTHS[0]])
     print(f"{'length':>9} " + " ".join(f"{op + ' ops/s':>16}" for op in operations))

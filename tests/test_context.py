@@ -2,7 +2,13 @@
 
 import pytest
 
-from agentstate.exceptions import BadInput, ScopeNotFound, TypeConflict, VariableNotFound, VersionMismatch
+from agentstate.exceptions import (
+    BadInput,
+    ScopeNotFound,
+    TypeConflict,
+    VariableNotFound,
+    VersionMismatch,
+)
 from agentstate.models import Element, Scope, Variable
 from agentstate.services import context
 
@@ -18,12 +24,19 @@ def stored(scope: str, name: str, owner=None) -> Variable:
 
 def test_put_creates_the_scope_and_stores_the_value_at_version_1():
     result = context.put("s", "x", {"a": [1, 2.5, None, True]})
-    assert (result.scope, result.name, result.value, result.version) == ("s", "x", {"a": [1, 2.5, None, True]}, 1)
+    assert (result.scope, result.name, result.value, result.version) == (
+        "s",
+        "x",
+        {"a": [1, 2.5, None, True]},
+        1,
+    )
     assert Scope.objects.filter(key="s", owner=None).exists()
     assert context.get("s", ["x"]) == {"x": {"a": [1, 2.5, None, True]}}
 
 
-@pytest.mark.parametrize("value", ["text", "", 0, -7, 1.5, True, False, None, {}, {"k": "v"}, [], [1, "a"], "[1, 2]"])
+@pytest.mark.parametrize(
+    "value", ["text", "", 0, -7, 1.5, True, False, None, {}, {"k": "v"}, [], [1, "a"], "[1, 2]"]
+)
 def test_put_stores_any_json_value_as_it_is(value):
     context.put("s", "x", value)
     assert context.get("s", ["x"])["x"] == value
@@ -328,8 +341,16 @@ def test_changes_record_their_actor():
 
 @pytest.mark.parametrize(
     ("scope", "name", "field"),
-    [("", "x", "scope"), ("s" * 256, "x", "scope"), ("s", "", "name"), ("s", "n" * 256, "name"),
-     ("a\x00b", "x", "scope"), ("s", "\ud800", "name"), (5, "x", "scope"), ("s", None, "name")],
+    [
+        ("", "x", "scope"),
+        ("s" * 256, "x", "scope"),
+        ("s", "", "name"),
+        ("s", "n" * 256, "name"),
+        ("a\x00b", "x", "scope"),
+        ("s", "\ud800", "name"),
+        (5, "x", "scope"),
+        ("s", None, "name"),
+    ],
 )
 def test_bad_keys_are_bad_input_and_store_nothing(scope, name, field):
     for operation in (context.put, context.push):
@@ -345,7 +366,10 @@ def test_keys_of_255_characters_with_slashes_are_fine():
     assert context.get(scope, [name]) == {name: 1}
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), "a\x00", "\udc00", {"k": [float("-inf")]}, {1: "a"}, object()])
+@pytest.mark.parametrize(
+    "value",
+    [float("nan"), float("inf"), "a\x00", "\udc00", {"k": [float("-inf")]}, {1: "a"}, object()],
+)
 def test_unstorable_values_are_bad_input_and_store_nothing(value):
     for operation in (context.put, context.push):
         with pytest.raises(BadInput) as caught:

@@ -28,7 +28,10 @@ def test_changelist_lists_scopes_with_variable_counts(admin_client_, alice):
     assert "proj/a" in page and "alice" in page
 
 
-@pytest.mark.parametrize(("query", "found", "missed"), [("alpha", "alpha-scope", "beta-scope"), ("needle", "beta-scope", "alpha-scope")])
+@pytest.mark.parametrize(
+    ("query", "found", "missed"),
+    [("alpha", "alpha-scope", "beta-scope"), ("needle", "beta-scope", "alpha-scope")],
+)
 def test_search_by_scope_key_and_variable_name(admin_client_, query, found, missed):
     context.put("alpha-scope", "x", 1)
     context.put("beta-scope", "needle", 1)

@@ -9,7 +9,12 @@ from agentstate.services import context
 
 pytestmark = pytest.mark.django_db
 
-CONTEXT, PUSH, POP, SCOPES = "/api/context/", "/api/context/push/", "/api/context/pop/", "/api/scopes/"
+CONTEXT, PUSH, POP, SCOPES = (
+    "/api/context/",
+    "/api/context/push/",
+    "/api/context/pop/",
+    "/api/scopes/",
+)
 
 
 def send(api, method: str, url: str, body):
@@ -27,7 +32,11 @@ def error(response, status: int, code: str, field: str | None = None) -> dict:
 
 
 def nothing_stored() -> None:
-    assert not Scope.objects.exists() and not Variable.objects.exists() and not Element.objects.exists()
+    assert (
+        not Scope.objects.exists()
+        and not Variable.objects.exists()
+        and not Element.objects.exists()
+    )
 
 
 # Success shapes
@@ -47,7 +56,11 @@ def test_put_with_if_version(api):
     assert ok.status_code == 200 and ok.json()["version"] == 2
     stale = send(api, "put", CONTEXT, {"scope": "s", "name": "x", "value": 3, "if_version": 1})
     error(stale, 412, "version_mismatch")
-    error(send(api, "put", CONTEXT, {"scope": "s", "name": "x", "value": 3, "if_version": 0}), 412, "version_mismatch")
+    error(
+        send(api, "put", CONTEXT, {"scope": "s", "name": "x", "value": 3, "if_version": 0}),
+        412,
+        "version_mismatch",
+    )
     assert api.get(CONTEXT, {"scope": "s"}).json()["values"] == {"x": 2}
     created = send(api, "put", CONTEXT, {"scope": "s", "name": "new", "value": 0, "if_version": 0})
     assert created.status_code == 200 and created.json()["version"] == 1
@@ -103,7 +116,12 @@ def test_pop_errors(api):
     error(send(api, "post", POP, {"scope": "s", "name": "n"}), 409, "type_conflict")
     send(api, "put", CONTEXT, {"scope": "s", "name": "empty", "value": []})
     error(send(api, "post", POP, {"scope": "s", "name": "empty"}), 409, "type_conflict")
-    error(send(api, "post", POP, {"scope": "s", "name": "n", "mode": "RANDOM"}), 400, "invalid", "mode")
+    error(
+        send(api, "post", POP, {"scope": "s", "name": "n", "mode": "RANDOM"}),
+        400,
+        "invalid",
+        "mode",
+    )
     error(send(api, "post", POP, {"scope": "s", "name": "n", "mode": 1}), 400, "invalid", "mode")
     assert api.get(CONTEXT, {"scope": "s"}).json()["values"] == {"n": 1, "empty": []}
 
@@ -127,7 +145,9 @@ def test_scopes_list_and_delete(api):
     body = listing.json()
     assert body["count"] == 3 and body["next"] is None and body["previous"] is None
     assert [(r["scope"], r["owner"], r["variables"]) for r in body["results"]] == [
-        ("other", "alice", 1), ("proj/a", "alice", 2), ("proj/b", "alice", 1)
+        ("other", "alice", 1),
+        ("proj/a", "alice", 2),
+        ("proj/b", "alice", 1),
     ]
     assert all(r["created_at"] for r in body["results"])
     prefixed = api.get(SCOPES, {"prefix": "proj/"}).json()
@@ -147,7 +167,11 @@ def test_scopes_are_paginated(api):
 def test_anonymous_is_401(api_for):
     anonymous = api_for(None)
     error(anonymous.get(CONTEXT, {"scope": "s"}), 401, "not_authenticated")
-    error(send(anonymous, "post", PUSH, {"scope": "s", "name": "x", "value": 1}), 401, "not_authenticated")
+    error(
+        send(anonymous, "post", PUSH, {"scope": "s", "name": "x", "value": 1}),
+        401,
+        "not_authenticated",
+    )
     nothing_stored()
 
 
@@ -163,7 +187,9 @@ def test_two_users_default_scopes_are_two_scopes(api_for, alice, bob):
 
 
 def test_another_users_scope_answers_404_everywhere(api_for, alice, bob):
-    send(api_for(alice), "put", CONTEXT, {"scope": "private", "name": "x", "value": ["secret", "s2"]})
+    send(
+        api_for(alice), "put", CONTEXT, {"scope": "private", "name": "x", "value": ["secret", "s2"]}
+    )
     other = api_for(bob)
     error(other.get(CONTEXT, {"scope": "private"}), 404, "scope_not_found")
     error(send(other, "post", POP, {"scope": "private", "name": "x"}), 404, "scope_not_found")
@@ -179,9 +205,23 @@ def test_naming_an_owner_without_the_permission_is_403(api_for, alice, bob, exis
         context.put("private", "x", [1, 2], owner=alice)
     other = api_for(bob)
     error(other.get(CONTEXT, {"scope": "private", "owner": "alice"}), 403, "permission_denied")
-    error(send(other, "put", CONTEXT, {"scope": "private", "name": "x", "value": 0, "owner": "alice"}), 403, "permission_denied")
-    error(send(other, "post", PUSH, {"scope": "private", "name": "x", "value": 0, "owner": "alice"}), 403, "permission_denied")
-    error(send(other, "post", POP, {"scope": "private", "name": "x", "owner": "alice"}), 403, "permission_denied")
+    error(
+        send(
+            other, "put", CONTEXT, {"scope": "private", "name": "x", "value": 0, "owner": "alice"}
+        ),
+        403,
+        "permission_denied",
+    )
+    error(
+        send(other, "post", PUSH, {"scope": "private", "name": "x", "value": 0, "owner": "alice"}),
+        403,
+        "permission_denied",
+    )
+    error(
+        send(other, "post", POP, {"scope": "private", "name": "x", "owner": "alice"}),
+        403,
+        "permission_denied",
+    )
     error(other.delete(CONTEXT + "?scope=private&name=x&owner=alice"), 403, "permission_denied")
     error(other.get(SCOPES, {"owner": "alice"}), 403, "permission_denied")
     error(other.delete(SCOPES + "?scope=private&owner=alice"), 403, "permission_denied")
@@ -193,17 +233,33 @@ def test_naming_an_owner_without_the_permission_is_403(api_for, alice, bob, exis
 def test_view_scope_reads_but_does_not_write_another_owners_scope(api_for, alice, make_user):
     context.put("private", "x", [1, 2], owner=alice)
     reader = api_for(make_user("reader", "agentstate.view_scope"))
-    assert reader.get(CONTEXT, {"scope": "private", "owner": "alice"}).json()["values"] == {"x": [1, 2]}
+    assert reader.get(CONTEXT, {"scope": "private", "owner": "alice"}).json()["values"] == {
+        "x": [1, 2]
+    }
     assert reader.get(SCOPES, {"owner": "alice"}).json()["count"] == 1
     assert reader.get(SCOPES).json()["count"] == 1  # every user's scopes
-    error(send(reader, "post", POP, {"scope": "private", "name": "x", "owner": "alice"}), 403, "permission_denied")
+    error(
+        send(reader, "post", POP, {"scope": "private", "name": "x", "owner": "alice"}),
+        403,
+        "permission_denied",
+    )
 
 
 def test_change_scope_writes_another_owners_scope(api_for, alice, make_user):
     context.put("private", "x", [1, 2], owner=alice)
     agent = api_for(make_user("agent", "agentstate.change_scope"))
-    assert send(agent, "post", PUSH, {"scope": "private", "name": "x", "value": 3, "owner": "alice"}).json()["length"] == 3
-    assert send(agent, "post", POP, {"scope": "private", "name": "x", "owner": "alice"}).json()["value"] == 3
+    assert (
+        send(
+            agent, "post", PUSH, {"scope": "private", "name": "x", "value": 3, "owner": "alice"}
+        ).json()["length"]
+        == 3
+    )
+    assert (
+        send(agent, "post", POP, {"scope": "private", "name": "x", "owner": "alice"}).json()[
+            "value"
+        ]
+        == 3
+    )
     put = send(agent, "put", CONTEXT, {"scope": "new", "name": "y", "value": 1, "owner": "alice"})
     assert put.status_code == 200
     assert Scope.objects.get(key="new").owner == alice
@@ -214,7 +270,12 @@ def test_change_scope_writes_another_owners_scope(api_for, alice, make_user):
 
 
 def test_naming_yourself_as_owner_needs_no_permission(api):
-    assert send(api, "put", CONTEXT, {"scope": "s", "name": "x", "value": 1, "owner": "alice"}).status_code == 200
+    assert (
+        send(
+            api, "put", CONTEXT, {"scope": "s", "name": "x", "value": 1, "owner": "alice"}
+        ).status_code
+        == 200
+    )
     assert api.get(CONTEXT, {"scope": "s", "owner": "alice"}).json()["values"] == {"x": 1}
 
 
@@ -276,7 +337,10 @@ def test_malformed_and_unstorable_json_is_400(api, url, raw, code):
 
 def test_unstorable_value_names_the_field(api):
     response = api.generic(
-        "PUT", CONTEXT, b'{"scope": "s", "name": "x", "value": ["ok", "\\ud800"]}', content_type="application/json"
+        "PUT",
+        CONTEXT,
+        b'{"scope": "s", "name": "x", "value": ["ok", "\\ud800"]}',
+        content_type="application/json",
     )
     body = error(response, 400, "invalid")
     assert body["field"].startswith("value")
@@ -301,13 +365,23 @@ def test_bad_queries_are_400(api, params, field):
 
 
 def test_unsupported_media_type_is_refused_without_storing(api):
-    response = api.generic("PUT", CONTEXT, "scope=s&name=x&value=1", content_type="application/x-www-form-urlencoded")
+    response = api.generic(
+        "PUT", CONTEXT, "scope=s&name=x&value=1", content_type="application/x-www-form-urlencoded"
+    )
     assert response.status_code == 415
     nothing_stored()
 
 
 def test_values_keep_their_json_types_over_rest(api):
-    value = {"int": 1, "float": 1.5, "big": 2**60, "bool": False, "null": None, "text": "é ✓", "list": [[], {}]}
+    value = {
+        "int": 1,
+        "float": 1.5,
+        "big": 2**60,
+        "bool": False,
+        "null": None,
+        "text": "é ✓",
+        "list": [[], {}],
+    }
     send(api, "put", CONTEXT, {"scope": "s", "name": "x", "value": value})
     raw = api.get(CONTEXT, {"scope": "s"}).content
     assert json.loads(raw)["values"]["x"] == value

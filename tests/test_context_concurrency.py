@@ -42,7 +42,9 @@ def test_20_workers_x_100_pushes_leave_exactly_2000_elements(concurrently):
 
 
 def test_concurrent_pushes_to_an_absent_variable_in_an_absent_scope_create_it_once(concurrently):
-    results = no_errors(concurrently(WORKERS, lambda i: context.push("new-scope", "fresh", i).length))
+    results = no_errors(
+        concurrently(WORKERS, lambda i: context.push("new-scope", "fresh", i).length)
+    )
     assert sorted(results) == list(range(1, WORKERS + 1))
     assert sorted(context.get("new-scope", ["fresh"])["fresh"]) == list(range(WORKERS))
     assert Variable.objects.get(name="fresh").version == WORKERS

@@ -51,7 +51,9 @@ def model_pop(state, mode):
     return rest, value
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(operations)
 def test_push_pop_and_put_follow_the_list_model(ops):
     scope, name = f"prop/{uuid.uuid4()}", "v"

@@ -82,8 +82,13 @@ def test_a_named_handle_reaches_an_existing_scope():
 def test_an_owner_scopes_the_state_to_that_user(alice, bob):
     context.put("default", "k", "alice's", owner=alice)
     context.put("default", "k", "site's")
-    assert ToolContext().with_shared_state(SharedState("default", alice)).get_state("k") == "alice's"
-    assert ToolContext().with_shared_state(SharedState("default", bob)).get_state("k", "none") == "none"
+    assert (
+        ToolContext().with_shared_state(SharedState("default", alice)).get_state("k") == "alice's"
+    )
+    assert (
+        ToolContext().with_shared_state(SharedState("default", bob)).get_state("k", "none")
+        == "none"
+    )
     assert ToolContext().with_shared_state(SharedState("default")).get_state("k") == "site's"
     fresh = ToolContext(owner=bob)
     fresh.set_state("k", 1)
@@ -138,7 +143,9 @@ def test_get_state_never_fails_and_set_state_raises_on_bad_input():
 
 def test_call_tool_works_on_the_contexts_scope_as_its_conversation():
     ctx = ToolContext().with_conversation_id("conv-9")
-    assert ctx.call_tool("push_context_variable", {"name": "todo", "value": "a"}).startswith("value pushed")
+    assert ctx.call_tool("push_context_variable", {"name": "todo", "value": "a"}).startswith(
+        "value pushed"
+    )
     assert ctx.get_state("todo") == ["a"]
     assert Variable.objects.get().updated_by == "conv-9"
 
@@ -158,7 +165,9 @@ def test_get_state_returns_the_default_and_set_state_raises_when_the_store_is_un
     if connection.vendor == "postgresql":
         connection.settings_dict.update(HOST="127.0.0.1", PORT=str(closed_port()))
     else:
-        connection.settings_dict["NAME"] = str(Path(tempfile.gettempdir()) / "no-such-dir" / "db.sqlite3")
+        connection.settings_dict["NAME"] = str(
+            Path(tempfile.gettempdir()) / "no-such-dir" / "db.sqlite3"
+        )
     try:
         with caplog.at_level(logging.WARNING, logger="agentstate.services.context"):
             assert ctx.get_state("k", "fallback") == "fallback"

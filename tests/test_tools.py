@@ -23,7 +23,10 @@ def call(name, arguments, scope="s", **kwargs) -> str:
 
 def test_schemas_are_openai_function_tools():
     assert [schema["function"]["name"] for schema in tools.SCHEMAS] == [
-        tools.PUT, tools.GET, tools.PUSH, tools.POP,
+        tools.PUT,
+        tools.GET,
+        tools.PUSH,
+        tools.POP,
     ]
     for schema in tools.SCHEMAS:
         assert schema["type"] == "function"
@@ -36,7 +39,9 @@ def test_schemas_are_openai_function_tools():
 
 
 def test_schemas_validate_the_arguments_they_describe():
-    by_name = {schema["function"]["name"]: schema["function"]["parameters"] for schema in tools.SCHEMAS}
+    by_name = {
+        schema["function"]["name"]: schema["function"]["parameters"] for schema in tools.SCHEMAS
+    }
     jsonschema.validate({"name": "x", "value": {"any": [1]}}, by_name[tools.PUT])
     jsonschema.validate({"names": ["a", "b"]}, by_name[tools.GET])
     jsonschema.validate({}, by_name[tools.GET])
@@ -65,8 +70,14 @@ def test_get_in_a_scope_never_written_answers_nulls():
 
 
 def test_push_and_pop_messages():
-    assert call(tools.PUSH, {"name": "todo", "value": "a"}) == "value pushed; variable todo now holds 1 element"
-    assert call(tools.PUSH, {"name": "todo", "value": {"b": 2}}) == "value pushed; variable todo now holds 2 elements"
+    assert (
+        call(tools.PUSH, {"name": "todo", "value": "a"})
+        == "value pushed; variable todo now holds 1 element"
+    )
+    assert (
+        call(tools.PUSH, {"name": "todo", "value": {"b": 2}})
+        == "value pushed; variable todo now holds 2 elements"
+    )
     assert call(tools.POP, {"name": "todo"}) == '{"b": 2}'
     assert call(tools.POP, {"name": "todo"}) == "a"  # a popped string comes back as it is
     assert call(tools.POP, {"name": "todo"}) == "no variable todo in scope s"
@@ -140,9 +151,15 @@ def test_an_unreachable_store_is_a_message():
     if connection.vendor == "postgresql":
         connection.settings_dict.update(HOST="127.0.0.1", PORT="1")
     else:
-        connection.settings_dict["NAME"] = str(Path(tempfile.gettempdir()) / "no-such-dir" / "db.sqlite3")
+        connection.settings_dict["NAME"] = str(
+            Path(tempfile.gettempdir()) / "no-such-dir" / "db.sqlite3"
+        )
     try:
-        for name, arguments in [(tools.PUT, {"name": "x", "value": 1}), (tools.GET, {}), (tools.POP, {"name": "x"})]:
+        for name, arguments in [
+            (tools.PUT, {"name": "x", "value": 1}),
+            (tools.GET, {}),
+            (tools.POP, {"name": "x"}),
+        ]:
             assert "unavailable" in call(name, arguments)
     finally:
         connection.close()

@@ -33,7 +33,9 @@ def variable_value(variable: Variable) -> Any:
     """The stored value; for a list, its first ``LIST_PREVIEW`` elements."""
     if not variable.is_list:
         return variable.value
-    return list(variable.elements.order_by("position").values_list("value", flat=True)[:LIST_PREVIEW])
+    return list(
+        variable.elements.order_by("position").values_list("value", flat=True)[:LIST_PREVIEW]
+    )
 
 
 class VariableInline(admin.TabularInline):
@@ -41,7 +43,14 @@ class VariableInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = False
-    fields = readonly_fields = ("name", "pretty_value", "length_display", "version", "updated_by", "updated_at")
+    fields = readonly_fields = (
+        "name",
+        "pretty_value",
+        "length_display",
+        "version",
+        "updated_by",
+        "updated_at",
+    )
     ordering = ("name",)
 
     def has_add_permission(self, request, obj=None) -> bool:
@@ -72,10 +81,12 @@ class ScopeAdmin(admin.ModelAdmin):
     list_select_related = ("owner",)
     ordering = ("key", "pk")
     fields = readonly_fields = ("key", "owner", "created_at")
-    inlines = [VariableInline]
+    inlines = (VariableInline,)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(variable_count=Count("variables", distinct=True))
+        return (
+            super().get_queryset(request).annotate(variable_count=Count("variables", distinct=True))
+        )
 
     @admin.display(description=_("variables"), ordering="variable_count")
     def variable_count(self, scope: Scope) -> int:

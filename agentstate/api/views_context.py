@@ -18,7 +18,9 @@ class ScopeOwnerMixin:
     """Resolves the owner a context request acts for: itself, or ``owner``."""
 
     def owner_for(self, data, write: bool):
-        return named_owner(self.request, data.get("owner"), "change_scope" if write else "view_scope")
+        return named_owner(
+            self.request, data.get("owner"), "change_scope" if write else "view_scope"
+        )
 
     def actor(self) -> str:
         return self.request.user.get_username()
@@ -28,19 +30,27 @@ class ContextView(ScopeOwnerMixin, AgentStateAPIView):
     @documented(parameters=[s.ContextQuery], responses=s.ContextValues, operation_id="context_get")
     def get(self, request):
         q = self.query(s.ContextQuery)
-        values = context.get(q["scope"], q.get("name") or None, owner=self.owner_for(q, write=False))
+        values = context.get(
+            q["scope"], q.get("name") or None, owner=self.owner_for(q, write=False)
+        )
         return Response({"scope": q["scope"], "values": values})
 
     @documented(request=s.PutRequest, responses=s.PutResponse, operation_id="context_put")
     def put(self, request):
         d = self.validated(s.PutRequest, request.data)
         result = context.put(
-            d["scope"], d["name"], d["value"], if_version=d.get("if_version"),
-            owner=self.owner_for(d, write=True), actor=self.actor(),
+            d["scope"],
+            d["name"],
+            d["value"],
+            if_version=d.get("if_version"),
+            owner=self.owner_for(d, write=True),
+            actor=self.actor(),
         )
         return Response(s.PutResponse(result).data)
 
-    @documented(parameters=[s.ContextDeleteQuery], responses={204: None}, operation_id="context_delete")
+    @documented(
+        parameters=[s.ContextDeleteQuery], responses={204: None}, operation_id="context_delete"
+    )
     def delete(self, request):
         q = self.query(s.ContextDeleteQuery)
         context.delete(q["scope"], q["name"], owner=self.owner_for(q, write=True))
@@ -52,7 +62,11 @@ class PushView(ScopeOwnerMixin, AgentStateAPIView):
     def post(self, request):
         d = self.validated(s.PushRequest, request.data)
         result = context.push(
-            d["scope"], d["name"], d["value"], owner=self.owner_for(d, write=True), actor=self.actor()
+            d["scope"],
+            d["name"],
+            d["value"],
+            owner=self.owner_for(d, write=True),
+            actor=self.actor(),
         )
         return Response(s.PushResponse(result).data)
 
@@ -62,14 +76,22 @@ class PopView(ScopeOwnerMixin, AgentStateAPIView):
     def post(self, request):
         d = self.validated(s.PopRequest, request.data)
         value = context.pop(
-            d["scope"], d["name"], d["mode"], owner=self.owner_for(d, write=True), actor=self.actor()
+            d["scope"],
+            d["name"],
+            d["mode"],
+            owner=self.owner_for(d, write=True),
+            actor=self.actor(),
         )
         return Response({"scope": d["scope"], "name": d["name"], "value": value})
 
 
 class ScopesView(ScopeOwnerMixin, AgentStateAPIView):
     @documented(
-        parameters=[s.ScopeQuery, OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        parameters=[
+            s.ScopeQuery,
+            OpenApiParameter("page", int),
+            OpenApiParameter("page_size", int),
+        ],
         responses=s.ScopeSerializer(many=True),
         operation_id="scopes_list",
     )
@@ -82,7 +104,9 @@ class ScopesView(ScopeOwnerMixin, AgentStateAPIView):
             scopes = scopes.filter(key__startswith=q["prefix"])
         return self.paginate(scopes.order_by("key", "pk"), s.ScopeSerializer)
 
-    @documented(parameters=[s.ScopeDeleteQuery], responses={204: None}, operation_id="scopes_delete")
+    @documented(
+        parameters=[s.ScopeDeleteQuery], responses={204: None}, operation_id="scopes_delete"
+    )
     def delete(self, request):
         q = self.query(s.ScopeDeleteQuery)
         context.delete_scope(q["scope"], owner=self.owner_for(q, write=True))

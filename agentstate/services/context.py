@@ -17,7 +17,13 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from agentstate.db import atomic_retry, snapshot
-from agentstate.exceptions import BadInput, ScopeNotFound, TypeConflict, VariableNotFound, VersionMismatch
+from agentstate.exceptions import (
+    BadInput,
+    ScopeNotFound,
+    TypeConflict,
+    VariableNotFound,
+    VersionMismatch,
+)
 from agentstate.models import Element, Scope, Variable
 from agentstate.validation import check_json, check_key
 
@@ -227,7 +233,9 @@ def _update_params(actor: str, name: str, min_length: int, scope: str, owner: Ow
     return [actor, now, True, name, min_length, scope, *([] if owner is None else [owner.pk])]
 
 
-def _append_to_list(scope: str, name: str, value: Any, owner: Owner, actor: str) -> PushResult | None:
+def _append_to_list(
+    scope: str, name: str, value: Any, owner: Owner, actor: str
+) -> PushResult | None:
     """Push onto an existing list; ``None`` when the variable is not one."""
     with connection.cursor() as cursor:
         cursor.execute(
@@ -247,7 +255,9 @@ def _append_to_list(scope: str, name: str, value: Any, owner: Owner, actor: str)
 
 def _take_from_long_list(scope: str, name: str, mode: str, owner: Owner, actor: str) -> Any:
     """Pop from a list of three or more elements; ``_MISSED`` otherwise."""
-    moves, position = ("tail = tail - 1", "tail") if mode == "LIFO" else ("head = head + 1", "head - 1")
+    moves, position = (
+        ("tail = tail - 1", "tail") if mode == "LIFO" else ("head = head + 1", "head - 1")
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             _variable_update(moves, f"id, {position}", owner),
@@ -338,7 +348,9 @@ def get_state(scope: str, key: str, default: Any = None, *, owner: Owner = None)
         return default
 
 
-def set_state(scope: str, key: str, value: Any, *, owner: Owner = None, actor: str = "") -> PutResult:
+def set_state(
+    scope: str, key: str, value: Any, *, owner: Owner = None, actor: str = ""
+) -> PutResult:
     """Like ``put``, raising on any failure: a lost write is never silent."""
     return put(scope, key, value, owner=owner, actor=actor)
 
