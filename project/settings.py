@@ -125,9 +125,10 @@ else:
         "data_folder_in": str(CELERY_BROKER_DIR),
         "data_folder_out": str(CELERY_BROKER_DIR),
         "processed_folder": str(CELERY_BROKER_DIR / "processed"),
+        "control_folder": str(CELERY_BROKER_DIR / "control"),
         "store_processed": False,
     }
-    for folder in (CELERY_BROKER_DIR, CELERY_BROKER_DIR / "processed"):
+    for folder in (CELERY_BROKER_DIR, CELERY_BROKER_DIR / "processed", CELERY_BROKER_DIR / "control"):
         folder.mkdir(parents=True, exist_ok=True)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = TIME_ZONE

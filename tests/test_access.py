@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 from agentstate.models import (
     ApprovalCall, ApprovalRecord, ApprovalRequest, Element, PausedRun, Run, Scope, Variable,
 )
-from agentstate.services import context, pauses
+from agentstate.services import approvals, context, pauses, runs
 
 from .hardening import fill_path, operations
 
@@ -77,17 +77,19 @@ class Case:
     reveals: bool = True  # a success shows alice's data
     names_owner: bool = True  # takes ``owner`` naming whose object to act on
     change_shows: bool = False  # the change permission also shows every object (as in Django's admin)
+    roles: bool = True  # some model permission widens its reach (not so for creating a run)
 
     def send(self, person, ctx: dict, name_owner: bool):
         data = dict(self.data({**ctx, "me": person.username}))
         if name_owner:
             data["owner"] = "alice"
         api = client(person)
+        path = fill_path(self.path, ctx)
         if self.method == "get":
-            return api.get(self.path, data)
+            return api.get(path, data)
         if self.query:
-            return api.generic(self.method.upper(), f"{self.path}?{urlencode(data)}")
-        return getattr(api, self.method)(self.path, data, format="json")
+            return api.generic(self.method.upper(), f"{path}?{urlencode(data)}")
+        return getattr(api, self.method)(path, data, format="json")
 
 
 def with_scope(alice) -> dict:
@@ -106,7 +108,16 @@ def with_claimed_pause(alice) -> dict:
     return ctx
 
 
+def with_run(alice) -> dict:
+    run = runs.create_run("alice-run", {"note": SECRET}, user=alice)
+    runs.approve(run, "tool", SECRET, user=alice)
+    request = approvals.request_approval(run, "tool", "call-2", {"note": SECRET}, user=alice)
+    return {"run_id": run.run_id, "id": request.pk}
+
+
 PAUSE = {"chat_id": "chat", "tool_call_id": "call"}
+CALL = {"tool_name": "tool", "call_id": "call-3"}
+RUN = "/api/runs/{run_id}/"
 
 CASES = [
     Case("context-get", "get", "/api/context/", lambda c: {"scope": "s"}, 200, "view_scope", (), setup=with_scope),
@@ -132,6 +143,28 @@ CASES = [
          setup=with_claimed_pause, names_owner=False),
     Case("pauses-cancel", "post", "/api/pauses/cancel/", lambda c: PAUSE, 204, "", ("change_pausedrun",),
          setup=with_pause, reveals=False, names_owner=False),
+    Case("runs-create", "post", "/api/runs/", lambda c: {"run_id": f"{c['me']}-new"}, 201, stranger=201,
+         setup=with_run, reveals=False, names_owner=False, roles=False),
+    Case("runs-get", "get", RUN, lambda c: {}, 200, "view_run", setup=with_run, names_owner=False,
+         change_shows=True),
+    Case("runs-patch", "patch", RUN, lambda c: {"context": {"new": 1}}, 200, "", ("change_run",),
+         setup=with_run, reveals=False, names_owner=False),
+    Case("runs-usage", "post", RUN + "usage/", lambda c: {"requests": 1}, 200, "", ("change_run",),
+         setup=with_run, reveals=False, names_owner=False),
+    Case("approvals-get", "get", RUN + "approvals/", lambda c: {}, 200, "view_run", setup=with_run,
+         names_owner=False, change_shows=True),
+    Case("approvals-rebuild", "put", RUN + "approvals/", lambda c: {}, 200, "", ("change_run",),
+         setup=with_run, reveals=False, names_owner=False),
+    Case("approvals-approve", "post", RUN + "approvals/approve/", lambda c: CALL, 200, "", ("change_run",),
+         setup=with_run, names_owner=False),
+    Case("approvals-reject", "post", RUN + "approvals/reject/", lambda c: CALL, 200, "", ("change_run",),
+         setup=with_run, names_owner=False),
+    Case("run-approval-requests", "post", RUN + "approval-requests/", lambda c: CALL, 201, "", ("change_run",),
+         setup=with_run, reveals=False, names_owner=False),
+    Case("approval-requests-list", "get", "/api/approval-requests/", lambda c: {}, 200, "view_approvalrequest",
+         stranger=200, setup=with_run, lists=True, names_owner=False),
+    Case("approval-requests-get", "get", "/api/approval-requests/{id}/", lambda c: {}, 200,
+         "view_approvalrequest", setup=with_run, names_owner=False),
     Case("events-list", "get", "/api/events/", lambda c: {}, 200, "view_pausedrun", (), stranger=200,
          setup=with_pause, lists=True, reveals=False, names_owner=False),
 ]
@@ -151,7 +184,7 @@ def stranger(django_user_model):
 
 def test_every_endpoint_has_an_access_case():
     """An endpoint added to the API must be added to ``CASES`` (or to the exceptions here)."""
-    covered = {(case.method, case.path) for case in CASES}
+    covered = {(case.method, case.path) for case in CASES} | {("post", DECIDE)}
     public = {"/api/schema/", "/api/docs/"}
     missing = [op.id for op in operations() if (op.method, op.path) not in covered and op.path not in public]
     assert not missing, f"no access case for {missing}"
@@ -209,11 +242,14 @@ def permission_roles():
     """(case, codenames held, expected status, whether alice's data may change)."""
     roles = []
     for case in CASES:
+        if not case.roles:
+            continue
         perms = [case.view_perm] if case.view_perm else list(case.change_perm)
         roles.append((case, tuple(perms), case.ok))
-        # Holding the other kind of permission does not help.
+        # Holding the other kind of permission does not help (except where changing shows too).
         other = "change_" + case.view_perm.split("_", 1)[1] if case.view_perm else "view_" + perms[-1].split("_", 1)[1]
-        roles.append((case, (other,), 200 if case.lists else 403 if case.names_owner else 404))
+        refused = 200 if case.lists else 403 if case.names_owner else 404
+        roles.append((case, (other,), case.ok if case.change_shows and not case.lists else refused))
     return roles
 
 
@@ -268,3 +304,38 @@ def test_another_users_pause_and_a_missing_one_answer_alike(alice, stranger):
                                               "question_id": ctx["question_id"]}, format="json")
     assert theirs.status_code == missing.status_code == 404
     assert theirs.json()["code"] == missing.json()["code"] == "pause_not_found"
+
+
+DECIDE = "/api/approval-requests/{id}/decide/"
+
+
+@pytest.mark.parametrize("perms", [(), ("view_approvalrequest",), ("change_approvalrequest",), ("change_run",)])
+@pytest.mark.parametrize("who", ["owner", "other"])
+def test_deciding_without_the_permission_is_403_even_for_ones_own_request(who, perms, alice, django_user_model):
+    ctx = with_run(alice)
+    person = alice if who == "owner" and not perms else user(django_user_model, "holder", *perms)
+    before = owned_by(alice)
+    response = client(person).post(fill_path(DECIDE, ctx), {"decision": "approve"}, format="json")
+    assert response.status_code == 403 and response.json()["code"] == "permission_denied", response.content
+    assert SECRET not in response.content.decode()
+    assert owned_by(alice) == before
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_reviewer_decides_every_users_request(decision, alice, django_user_model):
+    ctx = with_run(alice)
+    reviewer = user(django_user_model, "reviewer", "decide_approvalrequest")
+    response = client(reviewer).post(fill_path(DECIDE, ctx), {"decision": decision}, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == {"approve": "approved", "reject": "rejected"}[decision] and response.json()["decided_by"] == "reviewer"
+    missing = client(reviewer).post(fill_path(DECIDE, {"id": ctx["id"] + 1000}), {"decision": decision}, format="json")
+    assert missing.status_code == 404 and missing.json()["code"].endswith("not_found")
+
+
+def test_creating_a_run_under_another_users_id_is_409_and_changes_nothing(alice, stranger):
+    ctx = with_run(alice)
+    before = owned_by(alice)
+    response = client(stranger).post("/api/runs/", {"run_id": ctx["run_id"], "context": {"x": 1}}, format="json")
+    assert response.status_code == 409 and response.json()["code"] == "run_exists"
+    assert SECRET not in response.content.decode()
+    assert owned_by(alice) == before

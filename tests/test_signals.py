@@ -7,6 +7,7 @@ be recorded; a kind of ``signals.BY_KIND`` without a scenario fails
 """
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
@@ -15,8 +16,8 @@ from django.db.models.functions import Now
 
 from agentstate import signals
 from agentstate.exceptions import AlreadyClaimed
-from agentstate.models import Event, PausedRun
-from agentstate.services import pauses, sweep
+from agentstate.models import ApprovalRecord, ApprovalRequest, Event, PausedRun, Run
+from agentstate.services import approvals, pauses, runs, sweep
 
 Change = Callable[[], object]
 
@@ -50,13 +51,70 @@ def expired(user) -> Change:
     return sweep.sweep
 
 
-SCENARIOS: dict[str, tuple[Callable[..., Change], type]] = {
-    "pause.created": (created, PausedRun),
-    "pause.claimed": (claimed, PausedRun),
-    "pause.resolved": (resolved, PausedRun),
-    "pause.cancelled": (cancelled, PausedRun),
-    "pause.expired": (expired, PausedRun),
+def _run(user) -> Run:
+    return runs.create_run("run-1", user=user)
+
+
+def _request(user) -> ApprovalRequest:
+    return approvals.request_approval(_run(user), "tool", "call-1", {"x": 1}, user=user)
+
+
+def requested(user) -> Change:
+    run = _run(user)
+    return lambda: approvals.request_approval(run, "tool", "call-1", {"x": 1}, user=user)
+
+
+def decided(user) -> Change:
+    request = _request(user)
+    return lambda: approvals.decide(request, "approve", by=user, reason="fine")
+
+
+def request_expired(user) -> Change:
+    _request(user)
+    ApprovalRequest.objects.update(created_at=Now() - timedelta(days=30))
+    return sweep.sweep
+
+
+def records_changed(user) -> Change:
+    run = _run(user)
+    return lambda: runs.approve(run, "tool", "call-1", user=user)
+
+
+def records_rebuilt(user) -> Change:
+    run = _run(user)
+    return lambda: runs.rebuild_approvals(run, {"tool": {"approved": True, "rejected": []}}, user=user)
+
+
+def the_request() -> str:
+    return str(ApprovalRequest.objects.get().pk)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    setup: Callable[..., Change]
+    model: type
+    object_id: Callable[[], str]
+    also: tuple[str, ...] = ()  # kinds the same change records before its own
+
+
+def the_pause() -> str:
+    return pauses.object_id("chat", "call")
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "pause.created": Scenario(created, PausedRun, the_pause),
+    "pause.claimed": Scenario(claimed, PausedRun, the_pause),
+    "pause.resolved": Scenario(resolved, PausedRun, the_pause),
+    "pause.cancelled": Scenario(cancelled, PausedRun, the_pause),
+    "pause.expired": Scenario(expired, PausedRun, the_pause),
+    "approval.requested": Scenario(requested, ApprovalRequest, the_request),
+    # Deciding writes the run's record too, in the same transaction.
+    "approval.decided": Scenario(decided, ApprovalRequest, the_request, also=("approvals.changed",)),
+    "approval.expired": Scenario(request_expired, ApprovalRequest, the_request),
+    "approvals.changed": Scenario(records_changed, Run, lambda: "run-1"),
+    "approvals.rebuilt": Scenario(records_rebuilt, Run, lambda: "run-1"),
 }
+STATE_MODELS = (PausedRun, Run, ApprovalRequest, ApprovalRecord)
 KINDS = sorted(SCENARIOS)
 
 
@@ -89,38 +147,46 @@ def kind_signal_name(kind: str) -> str:
 
 def test_every_kind_has_a_scenario():
     """A kind added to ``signals.BY_KIND`` must be given a scenario here."""
-    missing = set(signals.BY_KIND) - set(SCENARIOS) - PENDING_SCENARIOS
+    missing = set(signals.BY_KIND) - set(SCENARIOS)
     assert not missing, f"no signal scenario for {sorted(missing)}"
 
 
-# Kinds whose service is not in the tree yet (runs and approvals).
-PENDING_SCENARIOS = {"approval.requested", "approval.decided", "approval.expired", "approvals.changed", "approvals.rebuilt"}
+def expected_signals(kind: str) -> list[tuple[str, str]]:
+    return [
+        pair
+        for k in (*SCENARIOS[kind].also, kind)
+        for pair in ((kind_signal_name(k), k), ("event_recorded", k))
+    ]
+
+
+def state() -> list:
+    return [list(model.objects.values().order_by("pk")) for model in STATE_MODELS]
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("kind", KINDS)
 def test_signal_waits_for_commit_then_fires_once(kind, alice, received, django_capture_on_commit_callbacks):
-    setup, model = SCENARIOS[kind]
+    scenario = SCENARIOS[kind]
     with django_capture_on_commit_callbacks(execute=True):
-        change = setup(alice)
+        change = scenario.setup(alice)
     received.clear()
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         change()
         assert received == [], "a signal was sent before the transaction committed"
-    assert len(callbacks) == 1
-    assert [(r[0], r[1], r[3]) for r in received] == [
-        (kind_signal_name(kind), kind, model), ("event_recorded", kind, model),
-    ]
-    assert received[0][2] == pauses.object_id("chat", "call") and received[0][5], "the event row is there when the signal arrives"
+    assert len(callbacks) == 1 + len(scenario.also)
+    assert [(r[0], r[1]) for r in received] == expected_signals(kind)
+    own = [r for r in received if r[1] == kind]
+    assert all(r[3] is scenario.model for r in own)
+    assert own[0][2] == scenario.object_id() and own[0][5], "the event row is there when the signal arrives"
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("kind", KINDS)
 def test_signal_fires_once_after_a_real_commit(kind, alice, received):
-    change = SCENARIOS[kind][0](alice)
+    change = SCENARIOS[kind].setup(alice)
     received.clear()
     change()
-    assert [r[1] for r in received] == [kind, kind]
+    assert [(r[0], r[1]) for r in received] == expected_signals(kind)
     assert not any(r[4] for r in received), "a receiver ran inside the transaction"
     assert all(r[5] for r in received), "the event was not committed when the signal arrived"
     assert Event.objects.filter(kind=kind).count() == 1
@@ -129,8 +195,8 @@ def test_signal_fires_once_after_a_real_commit(kind, alice, received):
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("kind", KINDS)
 def test_rolled_back_change_sends_nothing_and_records_nothing(kind, alice, received):
-    change = SCENARIOS[kind][0](alice)
-    state = list(PausedRun.objects.values_list("status", "question_id").order_by("pk"))
+    change = SCENARIOS[kind].setup(alice)
+    before = state()
     events_before = Event.objects.count()
     received.clear()
 
@@ -142,7 +208,7 @@ def test_rolled_back_change_sends_nothing_and_records_nothing(kind, alice, recei
         raise Rollback
     assert received == []
     assert Event.objects.count() == events_before
-    assert list(PausedRun.objects.values_list("status", "question_id").order_by("pk")) == state
+    assert state() == before
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,0 +1,152 @@
+"""The OpenAI Agents SDK bridge end to end: the SDK's real Runner, a scripted model.
+
+A tool needing approval stops the run and files a request; a reviewer
+decides it through the service layer in another thread; a bridge built
+afresh (as another process would) resumes the run from the stored state.
+"""
+
+import threading
+
+import pytest
+from agents import Agent, ModelResponse, RunConfig, Usage, function_tool
+from agents.models.interface import Model
+from agents.testing import assistant_message, function_call
+from django.db import connections
+
+from agentstate.contrib.openai_agents import BUSY, FINISHED, WAITING, ApprovalBridge, ServiceStore
+from agentstate.models import ApprovalRequest, Run
+from agentstate.services import approvals
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+STEP_USAGE = {"requests": 1, "input_tokens": 10, "output_tokens": 4, "total_tokens": 14}
+
+
+class ScriptedModel(Model):
+    """Answers each model call with the next scripted output; records what it was sent."""
+
+    def __init__(self, steps: list[list]) -> None:
+        self.steps = list(steps)
+        self.inputs: list = []
+
+    async def get_response(self, system_instructions, input, model_settings, tools, output_schema,
+                           handoffs, tracing, *, previous_response_id=None, conversation_id=None,
+                           prompt=None, **kwargs) -> ModelResponse:
+        self.inputs.append(input)
+        return ModelResponse(output=self.steps.pop(0), usage=Usage(**STEP_USAGE), response_id=None)
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError("the bridge does not stream")
+
+
+class Mailer:
+    """An agent with one approval-gated tool that records every real execution."""
+
+    def __init__(self, *steps: list) -> None:
+        self.sent: list[str] = []
+        self.model = ScriptedModel(list(steps))
+
+        @function_tool(needs_approval=True)
+        def send_email(to: str) -> str:
+            """Send an email."""
+            self.sent.append(to)
+            return f"sent to {to}"
+
+        self.agent = Agent(name="mailer", model=self.model, tools=[send_email])
+
+    def bridge(self, user=None) -> ApprovalBridge:
+        return ApprovalBridge(
+            self.agent, store=ServiceStore(user), run_config=RunConfig(tracing_disabled=True)
+        )
+
+
+def email(to: str, call_id: str) -> list:
+    return [function_call("send_email", {"to": to}, call_id=call_id)]
+
+
+def done(text: str = "done") -> list:
+    return [assistant_message(text)]
+
+
+@pytest.fixture
+def reviewer(make_user):
+    return make_user("reviewer", "agentstate.decide_approvalrequest")
+
+
+def review_in_thread(request_id: int, decision: str, user, **options) -> None:
+    """A reviewer deciding through the service layer, in its own thread and connection."""
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            request = ApprovalRequest.objects.get(pk=request_id)
+            approvals.decide(request, decision, by=user, **options)
+        except BaseException as error:  # noqa: BLE001 - reported to the test
+            errors.append(error)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join(60)
+    assert not thread.is_alive() and not errors, errors
+
+
+def test_approved_call_runs_once_after_the_reviewer_decides(reviewer):
+    first = Mailer(email("bob", "call-1"))
+    outcome = first.bridge().start("mail bob", run_id="run-approve")
+    assert outcome.status == WAITING and first.sent == []
+    [request] = outcome.pending
+    assert (request.tool_name, request.call_id, request.arguments) == (
+        "send_email", "call-1", {"to": "bob"}
+    )
+    later = Mailer(done("mailed"))  # another process: same agent, fresh objects
+    assert later.bridge().resume("run-approve").status == WAITING
+
+    review_in_thread(request.id, "approve", reviewer)
+    outcome = later.bridge().resume("run-approve")
+    assert outcome.status == FINISHED and outcome.final_output == "mailed"
+    assert first.sent + later.sent == ["bob"]
+    run = Run.objects.get(run_id="run-approve")
+    assert run.usage == {
+        "requests": 2, "input_tokens": 20, "output_tokens": 8, "total_tokens": 28,
+        "cached_tokens": 0, "reasoning_tokens": 0,
+    }
+    assert later.bridge().resume("run-approve").status == BUSY
+    assert first.sent + later.sent == ["bob"]
+
+
+def test_rejected_call_never_runs_and_the_model_hears_why(reviewer):
+    first = Mailer(email("eve", "call-1"))
+    outcome = first.bridge().start("mail eve")
+    review_in_thread(outcome.pending[0].id, "reject", reviewer, reason="not eve")
+    later = Mailer(done("did not mail"))
+    outcome = later.bridge().resume(outcome.run_id)
+    assert outcome.status == FINISHED and outcome.final_output == "did not mail"
+    assert first.sent == later.sent == []
+    sent_back = [item for item in later.model.inputs[-1] if item.get("type") == "function_call_output"]
+    assert [item["output"] for item in sent_back] == ["not eve"]
+    assert Run.objects.get(run_id=outcome.run_id).usage["requests"] == 2
+
+
+def test_always_approval_lets_the_next_call_run_without_a_request(reviewer):
+    first = Mailer(email("bob", "call-1"))
+    outcome = first.bridge().start("mail bob and carol", run_id="run-always")
+    review_in_thread(outcome.pending[0].id, "approve", reviewer, always=True)
+    later = Mailer(email("carol", "call-2"), done())
+    outcome = later.bridge().resume("run-always")
+    assert outcome.status == FINISHED
+    assert later.sent == ["bob", "carol"]
+    assert ApprovalRequest.objects.filter(run__run_id="run-always").count() == 1
+    assert Run.objects.get(run_id="run-always").usage["requests"] == 3
+
+
+def test_concurrent_resumes_run_the_tool_once(reviewer, concurrently):
+    first = Mailer(email("bob", "call-1"))
+    outcome = first.bridge().start("mail bob", run_id="run-race")
+    review_in_thread(outcome.pending[0].id, "approve", reviewer)
+    racers = [Mailer(done()) for _ in range(4)]
+    results = concurrently(4, lambda i: racers[i].bridge().resume("run-race").status)
+    assert sorted(results) == [BUSY, BUSY, BUSY, FINISHED]
+    assert sum(len(r.sent) for r in racers) == 1
+    assert Run.objects.get(run_id="run-race").usage["requests"] == 2
