@@ -1,0 +1,147 @@
+"""What the Python-API section measures: our operations, the psycopg loop, LangGraph's store.
+
+Each entry maps a name to ``(kind, start)``: ``kind`` is ``write`` or
+``read`` (which baseline it is compared with); ``start(index)`` runs in
+worker ``index`` and returns its operation (see ``bench.workers``). A worker
+uses its own scope, run, list or pauses, so workers never wait on one row.
+"""
+
+import itertools
+import uuid
+from collections.abc import Callable
+
+import psycopg
+from psycopg.rows import dict_row
+
+from agentstate.models import Run
+from agentstate.services import approvals, context, pauses, runs
+from bench import fill
+from bench.env import dsn
+from bench.workers import Op, Start, supplied
+
+TAG = uuid.uuid4().hex[:8]  # names of this run's objects
+ROW_TABLE = "bench_row"
+ROWS = 64  # rows of ROW_TABLE; a worker or request uses one
+
+
+def fresh(label: str) -> str:
+    """A name no other measurement uses: ``label``, this run's tag and a random part."""
+    return f"bench/{label}/{TAG}-{uuid.uuid4().hex[:12]}"
+
+
+def _runs(prefix: str, count: int) -> list[Run]:
+    pks = fill.runs(prefix, count)
+    return [Run(pk=pk, run_id=f"{prefix}-{i}") for i, pk in enumerate(pks, 1)]
+
+
+def _reviewer():
+    from django.contrib.auth import get_user_model
+
+    return get_user_model()._default_manager.get_or_create(username="bench-reviewer")[0]
+
+
+def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
+    """Our operations; ``supply``: the most operations one worker can run in a measurement."""
+
+    def put(i: int) -> Op:
+        scope = fresh("put")
+        return lambda: context.put(scope, "v", {"step": 7}, actor="bench")
+
+    def get(i: int) -> Op:
+        scope = fresh("get")
+        context.put(scope, "v", {"step": 7})
+        return lambda: context.get(scope, ["v"])
+
+    def push(i: int) -> Op:
+        scope = fresh("push")
+        fill.a_list(scope, "list", 10)
+        return lambda: context.push(scope, "list", 7, actor="bench")
+
+    def pop(i: int) -> Op:
+        scope = fresh("pop")
+        fill.a_list(scope, "list", supply + 10)
+        return supplied(context.pop, itertools.repeat((scope, "list"), supply))
+
+    def pause_put(i: int) -> Op:
+        chat = fresh("pause-put")
+        calls = ((chat, f"call-{n}", fill.OWNER, {"step": 7}) for n in range(supply))
+        return supplied(pauses.put, calls)
+
+    def claim(i: int) -> Op:
+        chat = fresh("claim")
+        fill.pauses(chat, supply)
+        calls = ((chat, f"call-{n}", fill.OWNER, fill.question(n)) for n in range(1, supply + 1))
+        return supplied(pauses.claim, calls)
+
+    def approve(i: int) -> Op:
+        calls = ((run, "mail", "call-1") for run in _runs(fresh("approve"), supply))
+        return supplied(runs.approve, calls)
+
+    def decide(i: int) -> Op:
+        reviewer = _reviewer()
+        ids = fill.approval_requests([run.pk for run in _runs(fresh("decide"), supply)])
+        return supplied(lambda pk: approvals.decide(pk, "approve", by=reviewer), ((pk,) for pk in ids))
+
+    def add_usage(i: int) -> Op:
+        (run,) = _runs(fresh("usage"), 1)
+        return lambda: runs.add_usage(run, input_tokens=10, output_tokens=5)
+
+    return {
+        "put": ("write", put),
+        "get": ("read", get),
+        "push": ("write", push),
+        "pop": ("write", pop),
+        "pause put": ("write", pause_put),
+        "claim": ("write", claim),
+        "approve": ("write", approve),
+        "decide": ("write", decide),
+        "add_usage": ("write", add_usage),
+    }
+
+
+def _psycopg(statement: str) -> Start:
+    def start(index: int) -> Op:
+        conn = psycopg.connect(dsn(), autocommit=True)
+        return lambda: conn.execute(statement, [index]).rowcount
+
+    return start
+
+
+def prepare_baselines() -> None:
+    """The baselines' table (ROWS rows, a worker uses its own) and LangGraph's store tables."""
+    with psycopg.connect(dsn(), autocommit=True) as conn:
+        conn.execute(f"DROP TABLE IF EXISTS {ROW_TABLE}")
+        conn.execute(f"CREATE TABLE {ROW_TABLE} (id int PRIMARY KEY, n bigint NOT NULL)")
+        conn.execute(
+            f"INSERT INTO {ROW_TABLE} SELECT i, 0 FROM generate_series(0, %s) AS i", [ROWS - 1]
+        )
+    store = _store()
+    store.setup()
+    store.conn.close()
+
+
+def _store():
+    from langgraph.store.postgres import PostgresStore
+
+    conn = psycopg.connect(dsn(), autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    return PostgresStore(conn)
+
+
+def baseline_operations() -> dict[str, tuple[str, Start]]:
+    """A plain psycopg loop (one statement per operation), and LangGraph's PostgresStore."""
+
+    def store_op(call: Callable) -> Start:
+        def start(i: int) -> Op:
+            store = _store()
+            namespace = ("bench", fresh("langgraph"))
+            store.put(namespace, "v", {"step": 7})
+            return lambda: call(store, namespace)
+
+        return start
+
+    return {
+        "psycopg UPDATE": ("write", _psycopg(f"UPDATE {ROW_TABLE} SET n = n + 1 WHERE id = %s")),
+        "psycopg SELECT": ("read", _psycopg(f"SELECT n FROM {ROW_TABLE} WHERE id = %s")),
+        "LangGraph put": ("write", store_op(lambda s, ns: s.put(ns, "v", {"step": 7}))),
+        "LangGraph get": ("read", store_op(lambda s, ns: s.get(ns, "v"))),
+    }

@@ -1,0 +1,68 @@
+"""Set-based fills: the rows a measurement consumes, made by one statement each."""
+
+import uuid
+
+from django.db import connection
+
+from agentstate.models import Scope, Variable
+
+PAYLOAD = '{"messages": ["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbb"], "step": 7}'
+OWNER = "bench"
+
+
+def question(i: int) -> uuid.UUID:
+    """The question id of filled pause ``i`` (``lpad(to_hex(i), 32, '0')::uuid`` in SQL)."""
+    return uuid.UUID(int=i)
+
+
+def pauses(chat_id: str, count: int, *, expired: bool = False) -> None:
+    """Pending pauses ``(chat_id, "call-<i>")`` for i in 1..count, owned by ``OWNER``."""
+    expires = "now() - interval '5 minutes'" if expired else "now() + interval '1 day'"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO agentstate_pausedrun (chat_id, tool_call_id, owner, question_id, status,"
+            " payload, created_at, expires_at, claimed_by)"
+            " SELECT %s, 'call-' || i, %s, lpad(to_hex(i), 32, '0')::uuid, 'pending', %s::jsonb,"
+            f" now(), {expires}, '' FROM generate_series(1, %s) AS i",
+            [chat_id, OWNER, PAYLOAD, count],
+        )
+
+
+def runs(prefix: str, count: int) -> list[int]:
+    """Runs ``<prefix>-<i>`` for i in 1..count; their primary keys in order."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO agentstate_run (run_id, context, requests, input_tokens, output_tokens,"
+            " total_tokens, cached_tokens, reasoning_tokens, created_at, updated_at)"
+            " SELECT %s || '-' || i, '{}', 0, 0, 0, 0, 0, 0, now(), now()"
+            " FROM generate_series(1, %s) AS i ORDER BY i RETURNING id",
+            [prefix, count],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def approval_requests(run_pks: list[int], tool_name: str = "mail") -> list[int]:
+    """One pending request (call ``call-1``) in each run; their ids in order."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO agentstate_approvalrequest (run_id, tool_name, call_id, arguments,"
+            " status, always, reason, created_at)"
+            " SELECT pk, %s, 'call-1', '{}', 'pending', false, '', now()"
+            " FROM unnest(%s::bigint[]) WITH ORDINALITY AS r(pk, n) ORDER BY n RETURNING id",
+            [tool_name, run_pks],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def a_list(scope: str, name: str, length: int, owner=None) -> None:
+    """A list variable holding 0 .. length - 1, written directly (no push per element)."""
+    key_scope, _ = Scope.objects.get_or_create(key=scope, owner=owner)
+    variable = Variable.objects.create(
+        scope=key_scope, name=name, is_list=True, head=0, tail=length, version=1
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO agentstate_element (variable_id, position, value)"
+            " SELECT %s, i, to_jsonb(i) FROM generate_series(0, %s - 1) AS i",
+            [variable.pk, length],
+        )

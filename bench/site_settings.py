@@ -1,0 +1,5 @@
+"""The demo site as the HTTP benchmark serves it: its settings, plus two bare views."""
+
+from project.settings import *  # noqa: F403
+
+ROOT_URLCONF = "bench.site_urls"
