@@ -4,6 +4,9 @@ from django.test import override_settings
 
 from agentstate.checks import check_settings, check_sqlite_transaction_mode
 
+# The checks read settings.DATABASES; overriding it is the point here.
+pytestmark = pytest.mark.filterwarnings("ignore:Overriding setting DATABASES:UserWarning")
+
 
 def test_sqlite_without_immediate_mode_is_an_error():
     databases = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": "x.sqlite3"}}
