@@ -7,7 +7,7 @@ The views use ``exception_handler`` below whatever the site's
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError, InterfaceError, OperationalError, connections
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -43,6 +43,19 @@ def error_response(status_code: int, detail: str, code: str, field: str | None =
     return Response(body, status=status_code, headers=headers)
 
 
+def drop_broken_connections() -> None:
+    """Close connections the database dropped, so the next request opens a new one.
+
+    An error inside ``atomic`` closes a broken connection on the way out;
+    one in autocommit (a single-statement operation) would otherwise keep
+    failing until Django's end-of-request cleanup, which a long-lived
+    connection or a test client may never run. Never inside a transaction.
+    """
+    for conn in connections.all(initialized_only=True):
+        if conn.connection is not None and not conn.in_atomic_block and not conn.is_usable():
+            conn.close()
+
+
 def exception_handler(exc, context):
     if isinstance(exc, AgentStateError):
         return error_response(exc.status, exc.detail, exc.code, exc.field)
@@ -65,6 +78,7 @@ def exception_handler(exc, context):
         return error_response(exc.status_code, str(exc.detail), code, headers=headers or None)
     if isinstance(exc, OperationalError | InterfaceError):
         logger.warning("database unavailable: %s", exc)
+        drop_broken_connections()
         return error_response(
             503, "The database is unavailable; nothing was changed. Retry shortly.", "service_unavailable",
             headers={"Retry-After": "1"},
