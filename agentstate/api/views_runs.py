@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from agentstate.exceptions import ApprovalRequestNotFound
 from agentstate.models import ApprovalRequest, Run
 from agentstate.services import approvals, runs
+from agentstate.validation import check_run_id
 
 from . import serializers_runs as s
 from .base import AgentStateAPIView
@@ -27,6 +28,15 @@ from .schema import documented
 RUN_ID = OpenApiParameter("run_id", str, OpenApiParameter.PATH)
 REQUEST_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
 PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
+
+
+def find_run(run_id: str, rows: QuerySet[Run]) -> Run:
+    """The run named in the path, among ``rows``.
+
+    A run id the rules do not allow (U+0000 included) is bad input, a 400
+    naming ``run_id``, and never reaches the database.
+    """
+    return runs.get_run(check_run_id(run_id), rows)
 
 
 def visible_runs(user) -> QuerySet[Run]:
@@ -66,7 +76,7 @@ class RunsView(AgentStateAPIView):
 class RunView(AgentStateAPIView):
     @documented(parameters=[RUN_ID], responses=s.RunSerializer, operation_id="runs_get")
     def get(self, request, run_id: str):
-        return Response(runs.to_json(runs.get_run(run_id, visible_runs(request.user))))
+        return Response(runs.to_json(find_run(run_id, visible_runs(request.user))))
 
     @documented(
         parameters=[RUN_ID],
@@ -75,7 +85,7 @@ class RunView(AgentStateAPIView):
         operation_id="runs_update",
     )
     def patch(self, request, run_id: str):
-        run = runs.get_run(run_id, changeable_runs(request.user))
+        run = find_run(run_id, changeable_runs(request.user))
         d = self.validated(s.RunUpdateRequest, request.data)
         if "context" in d:
             run = runs.update_run(run, d["context"])
@@ -90,7 +100,7 @@ class UsageView(AgentStateAPIView):
         operation_id="runs_usage_add",
     )
     def post(self, request, run_id: str):
-        run = runs.get_run(run_id, changeable_runs(request.user))
+        run = find_run(run_id, changeable_runs(request.user))
         d = self.validated(s.UsageRequest, request.data)
         return Response(runs.add_usage(run, **d))
 
@@ -105,7 +115,7 @@ class ApprovalsView(AgentStateAPIView):
     )
     def get(self, request, run_id: str):
         q = self.query(s.ApprovalQuery)
-        run = runs.get_run(run_id, visible_runs(request.user))
+        run = find_run(run_id, visible_runs(request.user))
         if not q:
             return Response(runs.records(run))
         approved = runs.is_tool_approved(run, q["tool_name"], q["call_id"])
@@ -120,7 +130,7 @@ class ApprovalsView(AgentStateAPIView):
         operation_id="runs_approvals_rebuild",
     )
     def put(self, request, run_id: str):
-        run = runs.get_run(run_id, changeable_runs(request.user))
+        run = find_run(run_id, changeable_runs(request.user))
         return Response(runs.rebuild_approvals(run, request.data, user=request.user))
 
 
@@ -130,7 +140,7 @@ class ApprovalChangeView(AgentStateAPIView):
     change = None  # runs.approve or runs.reject
 
     def post(self, request, run_id: str):
-        run = runs.get_run(run_id, changeable_runs(request.user))
+        run = find_run(run_id, changeable_runs(request.user))
         d = self.validated(s.ApprovalChangeRequest, request.data)
         return Response(
             self.change(run, d["tool_name"], d["call_id"], d["always"], user=request.user)
@@ -179,7 +189,7 @@ class RunApprovalRequestsView(AgentStateAPIView):
         operation_id="runs_approval_requests_create",
     )
     def post(self, request, run_id: str):
-        run = runs.get_run(run_id, changeable_runs(request.user))
+        run = find_run(run_id, changeable_runs(request.user))
         d = self.validated(s.ApprovalRequestCreate, request.data)
         filed, created = approvals.ensure_request(
             run, d["tool_name"], d["call_id"], d.get("arguments"), user=request.user
