@@ -6,7 +6,8 @@ filed already decided. ``decide`` turns a pending request into approved or
 rejected exactly once: it locks the request's row (``SELECT ... FOR UPDATE``
 on PostgreSQL; SQLite's IMMEDIATE transactions serialize writers), checks
 its status and age, writes the matching approval record through
-``runs.approve`` / ``runs.reject`` and keeps who decided, when and why. The
+``runs.record_decision`` (what ``runs.approve`` / ``runs.reject`` do) and
+keeps who decided, when and why. The
 admin and the REST API both call it, so two reviewers racing get one
 decision and one ``AlreadyDecided``.
 
@@ -152,23 +153,27 @@ def decide(
     reason = runs.check_reason(reason)
     pk = request.pk if isinstance(request, ApprovalRequest) else request
     locked = (
-        ApprovalRequest.objects.select_for_update(of=("self",))
+        with_current_status(ApprovalRequest.objects.select_for_update(of=("self",)))
         .select_related("run", "decided_by")
         .filter(pk=pk)
         .first()
     )
     if locked is None:
         raise ApprovalRequestNotFound(f"Approval request {pk} not found.")
-    if locked.status == Status.EXPIRED or (
-        locked.status == Status.PENDING
-        and ApprovalRequest.objects.filter(_expired_q(), pk=pk).exists()
-    ):
+    if locked.current_status == Status.EXPIRED:
         raise ApprovalRequestExpired()
     if locked.status != Status.PENDING:
         who = f" by {locked.decided_by.get_username()}" if locked.decided_by else ""
         raise AlreadyDecided(f"The approval request was already {locked.status}{who}.")
-    change = runs.approve if decision == "approve" else runs.reject
-    change(locked.run, locked.tool_name, locked.call_id, always, user=by, reason=reason)
+    runs.record_decision(
+        locked.run,
+        locked.tool_name,
+        locked.call_id,
+        runs.APPROVE if decision == "approve" else runs.REJECT,
+        always,
+        by,
+        reason,
+    )
     locked.status = DECISIONS[decision]
     locked.always = always
     locked.decided_by = runs.real_user(by)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import OperationalError, connection
+from django.db import IntegrityError, OperationalError, connection
 from django.utils import timezone
 
 from agentstate.db import atomic_retry, snapshot
@@ -30,6 +30,7 @@ from agentstate.validation import check_json, check_key
 logger = logging.getLogger(__name__)
 
 _ELEMENT_VALUE = Element._meta.get_field("value")
+_VARIABLE_VALUE = Variable._meta.get_field("value")
 
 Owner = AbstractBaseUser | None
 MODES = ("LIFO", "FIFO")
@@ -123,7 +124,6 @@ def _check_args(scope: str, *names: str) -> None:
         check_key(name, "name")
 
 
-@atomic_retry
 def put(
     scope: str,
     name: str,
@@ -142,6 +142,44 @@ def put(
         isinstance(if_version, bool) or not isinstance(if_version, int) or if_version < 0
     ):
         raise BadInput("if_version must be a non-negative integer.", field="if_version")
+    if if_version is None and not isinstance(value, list) and not connection.in_atomic_block:
+        version = _replace_value(scope, name, value, owner, actor)
+        if version is not None:
+            return PutResult(scope, name, value, version)
+    return _put(scope, name, value, if_version, owner, actor)
+
+
+def _replace_value(scope: str, name: str, value: Any, owner: Owner, actor: str) -> int | None:
+    """The common put in one statement (autocommit): a value that is no list over a
+    variable that is none either, in an existing scope; the new version, or ``None``
+    when that is not the case (nothing is written then).
+
+    An upsert: it inserts the variable at version 1 or, under the row lock that
+    ``ON CONFLICT DO UPDATE`` takes, replaces its value and increments its version.
+    """
+    table = Variable._meta.db_table
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} (scope_id, name, is_list, value, head, tail, version,"
+                f" updated_at, updated_by) SELECT id, %s, %s, %s, 0, 0, 1, %s, %s"
+                f" FROM {Scope._meta.db_table} WHERE key = %s AND {_scope_owner(owner)}"
+                f" ON CONFLICT (scope_id, name) DO UPDATE SET value = excluded.value,"
+                f" version = {table}.version + 1, updated_at = excluded.updated_at,"
+                f" updated_by = excluded.updated_by WHERE NOT {table}.is_list RETURNING version",
+                [name, False, _VARIABLE_VALUE.get_db_prep_save(value, connection), _now(), actor,
+                 scope, *_owner_pk(owner)],
+            )
+            row = cursor.fetchone()
+    except IntegrityError:  # the scope went away meanwhile: the general path decides
+        return None
+    return None if row is None else row[0]
+
+
+@atomic_retry
+def _put(
+    scope: str, name: str, value: Any, if_version: int | None, owner: Owner, actor: str
+) -> PutResult:
     variable = _lock_or_create(_ensure_scope(scope, owner), name, is_list=False)
     if if_version is not None and variable.version != if_version:
         raise VersionMismatch(
@@ -166,6 +204,9 @@ def _present(scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any
     if isinstance(names, str):
         raise BadInput("names must be a list of names, not one string.", field="name")
     _check_args(scope, *(names or ()))
+    found = _plain_values(scope, names, owner)
+    if found is not None:
+        return found
     with snapshot():
         variables = find_scope(scope, owner).variables.all()
         if names:
@@ -173,6 +214,29 @@ def _present(scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any
         variables = list(variables)
         lists = _list_values(variables)
     return {v.name: lists[v.pk] if v.is_list else v.value for v in variables}
+
+
+def _plain_values(scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any] | None:
+    """``_present`` in one statement when no list is among the variables, else ``None``."""
+    table = Variable._meta.db_table
+    among = f" AND v.name IN ({', '.join(['%s'] * len(names))})" if names else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT v.name, v.is_list, v.value FROM {Scope._meta.db_table} s"
+            f" LEFT JOIN {table} v ON v.scope_id = s.id{among}"
+            f" WHERE s.key = %s AND s.{_scope_owner(owner)} ORDER BY v.name",
+            [*(names or ()), scope, *_owner_pk(owner)],
+        )
+        rows = cursor.fetchall()
+    if not rows:
+        raise ScopeNotFound(f"Scope {scope!r} not found.")
+    if any(is_list for _, is_list, _ in rows):
+        return None
+    return {
+        name: _VARIABLE_VALUE.from_db_value(value, None, connection)
+        for name, _, value in rows
+        if name is not None
+    }
 
 
 def get(scope: str, names: list[str] | None = None, *, owner: Owner = None) -> dict[str, Any]:
@@ -183,11 +247,19 @@ def get(scope: str, names: list[str] | None = None, *, owner: Owner = None) -> d
     return values
 
 
-@atomic_retry
 def push(scope: str, name: str, value: Any, *, owner: Owner = None, actor: str = "") -> PushResult:
     """Append ``value``; absent becomes ``[value]``, a string ``s`` becomes ``[s, value]``."""
     _check_args(scope, name)
     check_json(value, "value")
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        appended = _append_in_one_statement(scope, name, value, owner, actor)
+        if appended is not None:
+            return appended
+    return _push(scope, name, value, owner, actor)
+
+
+@atomic_retry
+def _push(scope: str, name: str, value: Any, owner: Owner, actor: str) -> PushResult:
     appended = _append_to_list(scope, name, value, owner, actor)
     if appended is not None:
         return appended
@@ -217,20 +289,30 @@ def push(scope: str, name: str, value: Any, *, owner: Owner = None, actor: str =
 _MISSED = object()
 
 
+def _scope_owner(owner: Owner) -> str:
+    return "owner_id IS NULL" if owner is None else "owner_id = %s"
+
+
+def _owner_pk(owner: Owner) -> list[Any]:
+    return [] if owner is None else [owner.pk]
+
+
+def _now() -> Any:
+    return connection.ops.adapt_datetimefield_value(timezone.now())
+
+
 def _variable_update(moves: str, returning: str, owner: Owner) -> str:
-    scope_owner = "owner_id IS NULL" if owner is None else "owner_id = %s"
     return (
         f"UPDATE {Variable._meta.db_table} SET {moves}, version = version + 1, "
         "updated_by = %s, updated_at = %s "
         "WHERE is_list = %s AND name = %s AND tail - head >= %s AND scope_id = ("
-        f"SELECT id FROM {Scope._meta.db_table} WHERE key = %s AND {scope_owner}) "
+        f"SELECT id FROM {Scope._meta.db_table} WHERE key = %s AND {_scope_owner(owner)}) "
         f"RETURNING {returning}"
     )
 
 
 def _update_params(actor: str, name: str, min_length: int, scope: str, owner: Owner) -> list[Any]:
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    return [actor, now, True, name, min_length, scope, *([] if owner is None else [owner.pk])]
+    return [actor, _now(), True, name, min_length, scope, *_owner_pk(owner)]
 
 
 def _append_to_list(
@@ -250,6 +332,25 @@ def _append_to_list(
             f"INSERT INTO {Element._meta.db_table} (variable_id, position, value) VALUES (%s, %s, %s)",
             [pk, tail - 1, _ELEMENT_VALUE.get_db_prep_save(value, connection)],
         )
+    return PushResult(scope, name, tail - head, version)
+
+
+def _append_in_one_statement(
+    scope: str, name: str, value: Any, owner: Owner, actor: str
+) -> PushResult | None:
+    """``_append_to_list`` as one PostgreSQL statement in autocommit: no transaction to open."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH v AS ({_variable_update('tail = tail + 1', 'id, head, tail, version', owner)}),"
+            f" e AS (INSERT INTO {Element._meta.db_table} (variable_id, position, value)"
+            " SELECT id, tail - 1, %s FROM v) SELECT head, tail, version FROM v",
+            [*_update_params(actor, name, 0, scope, owner),
+             _ELEMENT_VALUE.get_db_prep_save(value, connection)],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    head, tail, version = row
     return PushResult(scope, name, tail - head, version)
 
 

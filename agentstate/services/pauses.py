@@ -17,9 +17,11 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+from django.db import connection
 from django.db.models import Case, CharField, DateTimeField, F, Q, QuerySet, Value, When
 from django.db.models.expressions import ExpressionWrapper
 from django.db.models.functions import Now
+from django.db.models.sql import Query
 
 from agentstate import events
 from agentstate.conf import agentstate_settings
@@ -211,23 +213,24 @@ def claim_pause(
     """
     _check_keys(chat_id, tool_call_id)
     check_key(owner, "owner")
-    pause = _locked(chat_id, tool_call_id)
-    if pause.owner != owner:
-        raise PauseNotFound(f"No pause for chat {chat_id!r}, tool call {tool_call_id!r}.")
-    if not _is_question(question_id, pause.question_id):
-        raise QuestionSuperseded("The pause now waits on another question.")
-    if pause.status == Status.CLAIMED:
-        raise AlreadyClaimed()
-    if pause.status == Status.RESOLVED:
-        raise AlreadyResolved()
     claimer = events.actor_name(user, actor) or owner
-    claimed = (
-        PausedRun.objects.filter(pk=pause.pk, status=Status.PENDING, expires_at__gt=Now())
-        .update(status=Status.CLAIMED, claimed_at=Now(), claimed_by=claimer)
-    )
-    if not claimed:
-        raise PauseExpired()
-    pause.refresh_from_db(fields=["status", "claimed_at", "claimed_by"])
+    pause = _claim_if_claimable(chat_id, tool_call_id, owner, question_id, claimer)
+    if pause is None:  # find out why, under the row's lock
+        pause = _locked(chat_id, tool_call_id)
+        if pause.owner != owner:
+            raise PauseNotFound(f"No pause for chat {chat_id!r}, tool call {tool_call_id!r}.")
+        if not _is_question(question_id, pause.question_id):
+            raise QuestionSuperseded("The pause now waits on another question.")
+        if pause.status == Status.CLAIMED:
+            raise AlreadyClaimed()
+        if pause.status == Status.RESOLVED:
+            raise AlreadyResolved()
+        claimed = PausedRun.objects.filter(
+            pk=pause.pk, status=Status.PENDING, expires_at__gt=Now()
+        ).update(status=Status.CLAIMED, claimed_at=Now(), claimed_by=claimer)
+        if not claimed:
+            raise PauseExpired()
+        pause.refresh_from_db(fields=["status", "claimed_at", "claimed_by"])
     events.record(
         "pause.claimed",
         pause,
@@ -238,6 +241,34 @@ def claim_pause(
         details={"question_id": str(pause.question_id)},
     )
     return pause
+
+
+def _claim_if_claimable(
+    chat_id: str, tool_call_id: str, owner: str, question_id: str | uuid.UUID, claimer: str
+) -> PausedRun | None:
+    """The common claim in one ``UPDATE ... RETURNING``: the pause claimed, or ``None``
+    when it is not the owner's pending, unexpired pause waiting on ``question_id``.
+
+    Concurrent claimers queue on the row's lock; the first changes the status,
+    so under READ COMMITTED (or SQLite's serialized writers) the others' WHERE
+    no longer matches and they fall back to ``claim_pause``'s refusals.
+    """
+    try:
+        question = uuid.UUID(str(question_id))
+    except ValueError:
+        return None
+    query = Query(PausedRun)
+    now, now_params = query.get_compiler(connection=connection).compile(Now())
+    field = PausedRun._meta.get_field
+    claimed = PausedRun.objects.raw(
+        f"UPDATE {PausedRun._meta.db_table} SET status = %s, claimed_at = {now}, claimed_by = %s"
+        " WHERE chat_id = %s AND tool_call_id = %s AND owner = %s AND question_id = %s"
+        f" AND status = %s AND expires_at > {now} RETURNING *",
+        [Status.CLAIMED, *now_params, claimer, chat_id, tool_call_id, owner,
+         field("question_id").get_db_prep_value(question, connection), Status.PENDING,
+         *now_params],
+    )
+    return next(iter(claimed), None)
 
 
 def claim(

@@ -10,7 +10,7 @@ maps them back to exactly the SDK's JSON, so a client can hand it back.
 
 Every change of a run's records locks the run's row first (one lock order
 for approve, reject, rebuild and ``approvals.decide``). Usage is added with
-``F()`` expressions in one UPDATE, so concurrent additions never lose one.
+one ``UPDATE ... RETURNING``, so concurrent additions never lose one.
 """
 
 import uuid
@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db.models import F, QuerySet
+from django.db import connection
+from django.db.models import QuerySet
 
 from agentstate import events
 from agentstate.db import atomic_retry
@@ -98,7 +99,6 @@ def _increment(name: str, value: Any) -> int:
     return value
 
 
-@atomic_retry
 def add_usage(
     run: Run,
     requests: int = 1,
@@ -108,11 +108,12 @@ def add_usage(
     cached_tokens: int = 0,
     reasoning_tokens: int = 0,
 ) -> dict[str, int]:
-    """Add to the run's usage in one UPDATE; returns the accumulated usage.
+    """Add to the run's usage in one statement; returns the accumulated usage.
 
     ``total_tokens`` defaults to ``input_tokens + output_tokens``. The
-    increments are ``F()`` expressions evaluated by the database under the
-    row lock the UPDATE takes, so no concurrent addition is lost.
+    increments are evaluated by the database under the row lock the UPDATE
+    takes, so no concurrent addition is lost; ``RETURNING`` gives the totals
+    it wrote, with no transaction around it.
     """
     if total_tokens is None:
         total_tokens = _increment("input_tokens", input_tokens) + _increment(
@@ -127,12 +128,17 @@ def add_usage(
         "reasoning_tokens": reasoning_tokens,
     }
     increments = {name: _increment(name, value) for name, value in given.items()}
-    if not Run.objects.filter(pk=run.pk).update(
-        **{name: F(name) + value for name, value in increments.items()}
-    ):
+    columns = [connection.ops.quote_name(name) for name in increments]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {Run._meta.db_table} SET {', '.join(f'{c} = {c} + %s' for c in columns)}"
+            f" WHERE id = %s RETURNING {', '.join(columns)}",
+            [*increments.values(), run.pk],
+        )
+        row = cursor.fetchone()
+    if row is None:
         raise RunNotFound(f"Run {run.run_id!r} not found.")
-    # Our UPDATE holds the row lock until commit: this reads our own totals.
-    usage = Run.objects.filter(pk=run.pk).values(*Run.USAGE_FIELDS).get()
+    usage = dict(zip(increments, row, strict=True))
     for name, value in usage.items():
         setattr(run, name, value)
     return usage
@@ -203,10 +209,13 @@ def check_reason(reason: Any) -> str:
     return reason
 
 
-def _change(
+def record_decision(
     run: Run, tool_name: str, call_id: str, decision: str, always: bool, user: User, reason: str
-) -> Records:
-    """Approve or reject, the SDK's way, and record who, when and why."""
+) -> Run:
+    """Approve or reject, the SDK's way, and record who, when and why; returns the run locked.
+
+    Must run inside a transaction (``approve``, ``reject``, ``approvals.decide``).
+    """
     check_key(tool_name, "tool_name")
     check_key(call_id, "call_id")
     if not isinstance(always, bool):
@@ -248,7 +257,7 @@ def _change(
             "reason": reason,
         },
     )
-    return records(run)
+    return run
 
 
 @atomic_retry
@@ -265,7 +274,7 @@ def approve(
 
     Returns the run's records map.
     """
-    return _change(run, tool_name, call_id, APPROVE, always, user, reason)
+    return records(record_decision(run, tool_name, call_id, APPROVE, always, user, reason))
 
 
 @atomic_retry
@@ -282,7 +291,7 @@ def reject(
 
     Returns the run's records map.
     """
-    return _change(run, tool_name, call_id, REJECT, always, user, reason)
+    return records(record_decision(run, tool_name, call_id, REJECT, always, user, reason))
 
 
 def check_records(value: Any) -> Records:
