@@ -24,4 +24,5 @@ class Command(BaseCommand):
             self.stdout.write(f"==> superuser {username!r} exists (password unchanged)")
         token, _ = Token.objects.get_or_create(user=user)
         self.stdout.write(f"    API token: {token.key}")
-        self.stdout.write(f'    try: curl -H "Authorization: Token {token.key}" http://127.0.0.1:8000/api/scopes/')
+        port = os.environ.get("PORT", "8000")  # scripts/demo.sh serves on $PORT
+        self.stdout.write(f'    try: curl -H "Authorization: Token {token.key}" http://127.0.0.1:{port}/api/scopes/')
