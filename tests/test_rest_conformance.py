@@ -30,3 +30,20 @@ def test_a_path_run_id_the_rules_do_not_allow_is_bad_input_not_a_5xx(
     response = getattr(api, method)(path.format(bad), body, **kwargs)
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "invalid" and response.json()["field"] == "run_id"
+
+
+def test_a_query_parameter_given_twice_is_bad_input_unless_it_is_a_list(api):
+    """Bad input is a 400 naming the field: ``?name=a&name=b`` on a delete must not
+    silently delete only ``b``. ``name`` on a context read is the one list."""
+    for name in ("a", "b"):
+        api.put("/api/context/", {"scope": "s", "name": name, "value": 1}, format="json")
+    response = api.delete("/api/context/?scope=s&name=a&name=b")
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid" and response.json()["field"] == "name"
+    assert api.get("/api/context/", {"scope": "s"}).json()["values"] == {"a": 1, "b": 1}
+    for query in ("/api/context/?scope=s&scope=t", "/api/scopes/?prefix=a&prefix=b"):
+        response = api.get(query)
+        assert response.status_code == 400, response.content
+        assert response.json()["field"] in {"scope", "prefix"}
+    both = api.get("/api/context/?scope=s&name=a&name=b")
+    assert both.status_code == 200 and both.json()["values"] == {"a": 1, "b": 1}

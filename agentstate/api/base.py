@@ -10,6 +10,7 @@ from rest_framework.serializers import ListField
 from rest_framework.views import APIView
 
 from agentstate.conf import agentstate_settings
+from agentstate.exceptions import BadInput
 
 from .errors import exception_handler
 from .pagination import Pagination
@@ -74,11 +75,19 @@ class AgentStateAPIView(APIView):
         return serializer.validated_data
 
     def query(self, serializer_class):
-        """Validated query parameters (lists for ``ListField`` entries)."""
+        """Validated query parameters (lists for ``ListField`` entries).
+
+        Any other parameter given more than once is bad input: taking one of
+        the values silently could, say, delete another variable than meant.
+        """
         params = self.request.query_params
+        fields = serializer_class().fields
+        for name in params:
+            if len(params.getlist(name)) > 1 and not isinstance(fields.get(name), ListField):
+                raise BadInput(f"{name}: give this query parameter only once.", field=name)
         data = {
             name: params.getlist(name) if isinstance(field, ListField) else params.get(name)
-            for name, field in serializer_class().fields.items()
+            for name, field in fields.items()
             if name in params
         }
         for name in params:
