@@ -47,3 +47,21 @@ def test_a_query_parameter_given_twice_is_bad_input_unless_it_is_a_list(api):
         assert response.json()["field"] in {"scope", "prefix"}
     both = api.get("/api/context/?scope=s&name=a&name=b")
     assert both.status_code == 200 and both.json()["values"] == {"a": 1, "b": 1}
+
+
+def test_usage_that_would_overflow_a_total_is_bad_input_and_changes_nothing(api):
+    """Never a 5xx: a total past the column's range (2**63 - 1) is a 400 naming the field."""
+    from agentstate.models import Run
+
+    api.post("/api/runs/", {"run_id": "r"}, format="json")
+    top = 2**63 - 1
+    Run.objects.filter(run_id="r").update(cached_tokens=top - 10, total_tokens=5)
+    response = api.post("/api/runs/r/usage/", {"cached_tokens": 11}, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid" and response.json()["field"] == "cached_tokens"
+    usage = api.get("/api/runs/r/").json()["usage"]
+    assert usage["cached_tokens"] == top - 10 and usage["requests"] == 0
+    assert isinstance(usage["cached_tokens"], int)
+    exact = api.post("/api/runs/r/usage/", {"cached_tokens": 10}, format="json")
+    assert exact.status_code == 200 and exact.json()["cached_tokens"] == top
+    assert exact.json()["requests"] == 1 and exact.json()["total_tokens"] == 5

@@ -31,6 +31,8 @@ User = AbstractBaseUser | None
 Records = dict[str, dict[str, bool | list[str]]]
 
 MAX_INCREMENT = 2**53
+# The largest total a usage column holds (a 64-bit integer).
+MAX_TOTAL = 2**63 - 1
 # Plain strings: a TextChoices member hashes by its name, not its value.
 APPROVE, REJECT = str(ApprovalCall.Decision.APPROVE.value), str(ApprovalCall.Decision.REJECT.value)
 SIDES = {"approved": APPROVE, "rejected": REJECT}
@@ -129,15 +131,24 @@ def add_usage(
     }
     increments = {name: _increment(name, value) for name, value in given.items()}
     columns = [connection.ops.quote_name(name) for name in increments]
+    # A total must stay within the column (PostgreSQL would raise, SQLite
+    # would turn it into a float): the UPDATE matches only if every one fits.
+    # One statement text whatever the values, so PostgreSQL prepares it once.
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {Run._meta.db_table} SET {', '.join(f'{c} = {c} + %s' for c in columns)}"
-            f" WHERE id = %s RETURNING {', '.join(columns)}",
-            [*increments.values(), run.pk],
+            f" WHERE {' AND '.join(['id = %s', *(f'{c} <= %s' for c in columns)])}"
+            f" RETURNING {', '.join(columns)}",
+            [*increments.values(), run.pk, *(MAX_TOTAL - value for value in increments.values())],
         )
         row = cursor.fetchone()
     if row is None:
-        raise RunNotFound(f"Run {run.run_id!r} not found.")
+        totals = Run.objects.filter(pk=run.pk).values(*increments).first()
+        if totals is None:
+            raise RunNotFound(f"Run {run.run_id!r} not found.")
+        over = [n for n, value in increments.items() if totals[n] > MAX_TOTAL - value]
+        name = (over or list(increments))[0]
+        raise BadInput(f"{name} would exceed the largest total, 2**63 - 1.", field=name)
     usage = dict(zip(increments, row, strict=True))
     for name, value in usage.items():
         setattr(run, name, value)
