@@ -65,3 +65,12 @@ def test_usage_that_would_overflow_a_total_is_bad_input_and_changes_nothing(api)
     exact = api.post("/api/runs/r/usage/", {"cached_tokens": 10}, format="json")
     assert exact.status_code == 200 and exact.json()["cached_tokens"] == top
     assert exact.json()["requests"] == 1 and exact.json()["total_tokens"] == 5
+
+
+@pytest.mark.parametrize("bad", ["n" * 256, "", "a%00"])
+def test_a_bad_name_on_a_context_read_is_named_name(api, bad):
+    """The 400 names the query parameter (``name``), not a position in it (``name.0``)."""
+    api.put("/api/context/", {"scope": "s", "name": "a", "value": 1}, format="json")
+    response = api.get(f"/api/context/?scope=s&name=a&name={bad}")
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid" and response.json()["field"] == "name"

@@ -5,6 +5,7 @@ authentication comes from the site's DRF settings.
 
 import io
 
+from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
 from rest_framework.serializers import ListField
 from rest_framework.views import APIView
@@ -12,6 +13,7 @@ from rest_framework.views import APIView
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import BadInput
 
+from .errors import _first_error as first_error
 from .errors import exception_handler
 from .pagination import Pagination
 from .parsers import BoundedJSONParser
@@ -92,7 +94,16 @@ class AgentStateAPIView(APIView):
         }
         for name in params:
             data.setdefault(name, params.get(name))
-        return self.validated(serializer_class, data)
+        try:
+            return self.validated(serializer_class, data)
+        except ValidationError as error:
+            # A bad item of a repeated parameter is named by the parameter
+            # (``name``), not by its position in the list (``name.1``).
+            path, message = first_error(error.detail)
+            name = path.split(".")[0]
+            if name != path and isinstance(fields.get(name), ListField):
+                raise BadInput(f"{name}: {message}", field=name) from None
+            raise
 
     def paginate(self, queryset, serializer_class):
         paginator = self.pagination_class()
