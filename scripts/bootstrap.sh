@@ -3,17 +3,24 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-VENV="${AGENTSTATE_VENV:-$ROOT/.venv}"
+# AGENTSTATE_DJANGO=6.1.3 swaps the pinned Django for that release in a
+# virtual environment of its own (Django 6 needs Python 3.12 or newer).
+DJANGO="${AGENTSTATE_DJANGO:-}"
+VENV="${AGENTSTATE_VENV:-$ROOT/.venv${DJANGO:+-django-$DJANGO}}"
+MIN_MINOR=11
+[ -z "$DJANGO" ] || [ "${DJANGO%%.*}" -lt 6 ] || MIN_MINOR=12
 
 pick_python() {
-  for candidate in python3.13 python3.12 python3.11 python3; do
+  # pyenv's interpreters count even when its shims do not expose them.
+  for candidate in python3.13 python3.12 python3.11 python3 \
+    "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[1-9]*/bin/python3; do
     if command -v "$candidate" >/dev/null 2>&1 &&
-      "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      "$candidate" -c "import sys; sys.exit(sys.version_info < (3, $MIN_MINOR))" 2>/dev/null; then
       echo "$candidate"
       return
     fi
   done
-  echo "agentstate needs Python 3.11 or newer; none was found on PATH." >&2
+  echo "agentstate needs Python 3.$MIN_MINOR or newer here; none was found on PATH." >&2
   exit 1
 }
 
@@ -34,13 +41,17 @@ if [ ! -x "$VENV/bin/python" ]; then
   fi
 fi
 
+REQUIREMENTS="$VENV/requirements.txt"
+sed "${DJANGO:+s/^Django==.*/Django==$DJANGO/}" requirements.txt >"$REQUIREMENTS.new"
 STAMP="$VENV/.requirements.sha256"
-WANT="$(sha256sum requirements.txt | cut -d' ' -f1)"
+WANT="$(sha256sum "$REQUIREMENTS.new" | cut -d' ' -f1)"
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; then
-  echo "==> installing the pinned requirements (requirements.txt)"
+  echo "==> installing the pinned requirements (requirements.txt${DJANGO:+, with Django $DJANGO})"
+  mv "$REQUIREMENTS.new" "$REQUIREMENTS"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQUIREMENTS"
   "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e .
   echo "$WANT" >"$STAMP"
 fi
+rm -f "$REQUIREMENTS.new"
 export PATH="$VENV/bin:$PATH"
