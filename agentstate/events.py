@@ -64,3 +64,21 @@ def record_many(kind: str, model: type[models.Model], rows: list[dict[str, Any]]
     )
     _send_on_commit(events, model, None)
     return events
+
+
+def listened(kind: str, sender: type) -> bool:
+    """Whether a receiver waits for events of ``kind`` from ``sender``.
+
+    A bulk writer that inserts its events in SQL builds the ``Event`` objects
+    for the signals (``announce``) only then.
+    """
+    kind_signal = signals.BY_KIND.get(kind)
+    return signals.event_recorded.has_listeners(sender) or (
+        kind_signal is not None and kind_signal.has_listeners(sender)
+    )
+
+
+def announce(events: list[Event], model: type[models.Model]) -> None:
+    """Send the signals of events written without ``record``, after commit."""
+    _send_on_commit(events, model, None)
+

@@ -18,12 +18,13 @@ expiry itself. The sweep makes the state visible and keeps tables small.
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from django.db import connection
 from django.db.models.functions import Now
 
 from agentstate import events
 from agentstate.conf import agentstate_settings
 from agentstate.db import atomic_retry
-from agentstate.models import ApprovalRequest, PausedRun
+from agentstate.models import ApprovalRequest, Event, PausedRun
 from agentstate.services.pauses import object_id
 
 ACTOR = "sweeper"
@@ -41,8 +42,52 @@ class SweepResult:
         return asdict(self)
 
 
+# PostgreSQL: a batch of pauses expired in one statement, their events
+# written by the same statement from the rows it changed. SKIP LOCKED passes
+# over a pause a claim holds; a row claimed meanwhile no longer matches the
+# WHERE when the lock is taken, so it is never both claimed and expired.
+EXPIRE_PAUSES_SQL = """
+WITH batch AS (
+    SELECT id FROM agentstate_pausedrun
+    WHERE status = 'pending' AND expires_at <= STATEMENT_TIMESTAMP()
+    ORDER BY expires_at LIMIT %s FOR UPDATE SKIP LOCKED
+), expired AS (
+    UPDATE agentstate_pausedrun AS pause SET status = 'expired' FROM batch
+    WHERE pause.id = batch.id
+    RETURNING pause.chat_id, pause.tool_call_id, pause.owner, pause.created_by_id,
+              pause.question_id
+)
+INSERT INTO agentstate_event (kind, actor, object_type, object_id, created_by_id, owner, details)
+SELECT 'pause.expired', %s, 'pausedrun', chat_id || '#' || tool_call_id, created_by_id, owner,
+       jsonb_build_object('question_id', question_id::text)
+FROM expired
+RETURNING id, object_id, created_by_id, owner, details, created_at
+"""
+
+
+def _expire_pauses_in_sql(size: int) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(EXPIRE_PAUSES_SQL, [size, ACTOR])
+        rows = cursor.fetchall()
+    if rows and events.listened("pause.expired", PausedRun):
+        details = Event._meta.get_field("details")
+        events.announce(
+            [
+                Event(pk=pk, kind="pause.expired", actor=ACTOR, object_type="pausedrun",
+                      object_id=object_id, created_by_id=created_by_id, owner=owner,
+                      details=details.from_db_value(detail, None, connection),
+                      created_at=created_at)
+                for pk, object_id, created_by_id, owner, detail, created_at in rows
+            ],
+            PausedRun,
+        )
+    return len(rows)
+
+
 @atomic_retry
 def _expire_pause_batch(size: int) -> int:
+    if connection.vendor == "postgresql":
+        return _expire_pauses_in_sql(size)
     rows = list(
         PausedRun.objects.pending()
         .past_expiry()
