@@ -140,12 +140,10 @@ def put_pause(
     ttl = _ttl(ttl)
     fields = {
         "owner": owner,
-        "created_by": user if getattr(user, "is_authenticated", False) else None,
+        "created_by_id": user.pk if getattr(user, "is_authenticated", False) else None,
         "question_id": uuid.uuid4(),
         "status": Status.PENDING,
         "payload": payload,
-        "created_at": Now(),
-        "expires_at": _expiry(ttl),
         "claimed_at": None,
         "claimed_by": "",
         "resolved_at": None,
@@ -159,13 +157,12 @@ def put_pause(
     if earlier is None:
         # A concurrent first put meets the unique constraint; atomic_retry
         # runs this again, which then finds and locks the winner's row.
-        pk = PausedRun.objects.create(chat_id=chat_id, tool_call_id=tool_call_id, **fields).pk
+        pause = _written({"chat_id": chat_id, "tool_call_id": tool_call_id, **fields}, ttl)
     else:
         pk = earlier[0]
         if among is not None and not among.filter(pk=pk).exists():
             raise PauseNotFound(f"No pause for chat {chat_id!r}, tool call {tool_call_id!r}.")
-        PausedRun.objects.filter(pk=pk).update(**fields)
-    pause = PausedRun.objects.get(pk=pk)
+        pause = _written(fields, ttl, pk)
     details = {"question_id": str(pause.question_id), "expires_at": pause.expires_at.isoformat()}
     if earlier is not None:
         details["replaced"] = earlier[1]
@@ -179,6 +176,32 @@ def put_pause(
         details=details,
     )
     return pause
+
+
+def _sql(expression: Any) -> tuple[str, list[Any]]:
+    """A database expression (the clock, an expiry) as SQL for a raw statement."""
+    query = Query(PausedRun)
+    return query.get_compiler(connection=connection).compile(expression.resolve_expression(query))
+
+
+def _written(fields: dict[str, Any], ttl: timedelta, pk: int | None = None) -> PausedRun:
+    """Insert a pause (``pk`` None) or overwrite pause ``pk`` with ``fields``, created now
+    and expiring ``ttl`` from now by the database clock: one statement returning the row."""
+    field = PausedRun._meta.get_field
+    values = {field(name).column: field(name).get_db_prep_save(value, connection)
+              for name, value in fields.items()}
+    now, now_params = _sql(Now())
+    expiry, expiry_params = _sql(_expiry(ttl))
+    table = PausedRun._meta.db_table
+    if pk is None:
+        sql = (f"INSERT INTO {table} ({', '.join(values)}, created_at, expires_at)"
+               f" VALUES ({', '.join(['%s'] * len(values))}, {now}, {expiry}) RETURNING *")
+        params = [*values.values(), *now_params, *expiry_params]
+    else:
+        sql = (f"UPDATE {table} SET {', '.join(f'{column} = %s' for column in values)},"
+               f" created_at = {now}, expires_at = {expiry} WHERE id = %s RETURNING *")
+        params = [*values.values(), *now_params, *expiry_params, pk]
+    return next(iter(PausedRun.objects.raw(sql, params)))
 
 
 def put(
@@ -257,8 +280,7 @@ def _claim_if_claimable(
         question = uuid.UUID(str(question_id))
     except ValueError:
         return None
-    query = Query(PausedRun)
-    now, now_params = query.get_compiler(connection=connection).compile(Now())
+    now, now_params = _sql(Now())
     field = PausedRun._meta.get_field
     claimed = PausedRun.objects.raw(
         f"UPDATE {PausedRun._meta.db_table} SET status = %s, claimed_at = {now}, claimed_by = %s"
