@@ -7,6 +7,7 @@ set, else a broker on the local file system that needs no service.
 """
 
 import os
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -63,12 +64,23 @@ TEMPLATES = [
 
 SQLITE_PATH = Path(os.environ.get("SQLITE_PATH", VAR_DIR / "db.sqlite3"))
 
+# runserver serves each request on a new thread: a persistent connection per
+# thread would outlive it, and concurrent clients would exhaust PostgreSQL's
+# connections. So connections close after each request there, by default.
+RUNSERVER = sys.argv[1:2] == ["runserver"]
+
 if os.environ.get("DATABASE_URL"):
     DATABASES = {
         "default": dj_database_url.parse(
-            os.environ["DATABASE_URL"], conn_max_age=int(os.environ.get("CONN_MAX_AGE", "60"))
+            os.environ["DATABASE_URL"],
+            conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0" if RUNSERVER else "60")),
         )
     }
+    if os.environ.get("DATABASE_PREPARED", "1") == "1":
+        # Server-side parameters, and statements prepared after their fifth
+        # use on a connection: PostgreSQL parses and plans each query once.
+        # Set DATABASE_PREPARED=0 behind a pooler in transaction mode.
+        DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
 else:
     DATABASES = {
         "default": {
