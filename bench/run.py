@@ -40,19 +40,24 @@ def machine() -> dict:
 
 
 def python_api(seconds: float) -> dict:
+    """Each operation's rate beside its baseline's, measured just before it (the machine drifts)."""
     from bench import api_ops
     from bench.workers import rate
 
     api_ops.prepare_baselines()
+    baselines = api_ops.baseline_operations()
     figures: dict = {}
     for workers in WORKERS:
         supply = int(seconds * RATE_CEILING / min(workers, os.cpu_count() or 1))
-        measured = {**api_ops.baseline_operations(), **api_ops.our_operations(supply)}
-        figures[str(workers)] = {
-            name: {"kind": kind, "ops": round(rate(start, workers, seconds), 1)}
-            for name, (kind, start) in measured.items()
-        }
-        print(f"  {workers} worker(s): done")
+        figures[str(workers)] = ops = {}
+        for name, (kind, start) in api_ops.our_operations(supply).items():
+            psycopg = baselines["psycopg UPDATE" if kind == "write" else "psycopg SELECT"][1]
+            ops[name] = {"kind": kind, "psycopg": round(rate(psycopg, workers, seconds), 1),
+                         "ops": round(rate(start, workers, seconds), 1)}
+            if f"LangGraph {name}" in baselines:
+                peer = baselines[f"LangGraph {name}"][1]
+                ops[name]["langgraph"] = round(rate(peer, workers, seconds), 1)
+        print(f"  {workers} worker(s): done", flush=True)
     return figures
 
 
@@ -66,21 +71,14 @@ def pgbench(seconds: float) -> dict:
 
 
 def ratios(results: dict) -> dict:
-    """Each figure over its baseline, and whether it meets its goal."""
+    """Each figure over its baseline."""
     out: dict = {"api": {}, "langgraph": {}, "http": {}, "push_pop": {}}
     for workers, ops in results["api"].items():
-        base = {"write": ops["psycopg UPDATE"]["ops"], "read": ops["psycopg SELECT"]["ops"]}
-        out["api"][workers] = {
-            name: round(f["ops"] / base[f["kind"]], 3)
-            for name, f in ops.items() if not name.startswith(("psycopg", "LangGraph"))
-        }
+        out["api"][workers] = {name: round(f["ops"] / f["psycopg"], 3) for name, f in ops.items()}
         out["langgraph"][workers] = {
-            op: round(ops[op]["ops"] / ops[f"LangGraph {op}"]["ops"], 3) for op in ("put", "get")
+            name: round(f["ops"] / f["langgraph"], 3) for name, f in ops.items() if "langgraph" in f
         }
-    http = results["http"]
-    bare = {"write": http["bare UPDATE view"]["rps"], "read": http["bare SELECT view"]["rps"]}
-    out["http"] = {name: round(f["rps"] / bare[f["kind"]], 3)
-                   for name, f in http.items() if not name.startswith("bare")}
+    out["http"] = {name: round(f["rps"] / f["bare_rps"], 3) for name, f in results["http"].items()}
     pp = results["push_pop"]
     shortest, longest = pp[min(pp, key=int)], pp[max(pp, key=int)]
     out["push_pop"] = {op: round(shortest[op] / longest[op], 3) for op in shortest}
@@ -95,20 +93,21 @@ def met(value: float, goal: str) -> str:
 def report(results: dict) -> None:
     r, api = results["ratios"], results["api"]
     print("\npgbench (tps):", json.dumps(results["pgbench"]))
-    print(f"\n{'Python API':<16}{'ops/s @1':>10}{'ops/s @8':>10}{'ratio @1':>10}{'ratio @8':>10}")
+    print(f"\n{'Python API':<11}" + "".join(
+        f"{'ops/s @' + w:>10}{'psycopg':>9}{'ratio':>7}{'':7}" for w in api))
     for name, f in api["1"].items():
-        line = f"{name:<16}{f['ops']:>10,.0f}{api['8'][name]['ops']:>10,.0f}"
-        if name in r["api"]["1"]:
-            line += "".join(f"{r['api'][w][name]:>10.2f} {met(r['api'][w][name], f['kind']):<6}"
-                            for w in ("1", "8"))
-        print(line)
+        goal = f["kind"]
+        print(f"{name:<11}" + "".join(
+            f"{api[w][name]['ops']:>10,.0f}{api[w][name]['psycopg']:>9,.0f}"
+            f"{r['api'][w][name]:>7.2f} {met(r['api'][w][name], goal):<6}" for w in api))
     for w, pair in r["langgraph"].items():
-        print(f"vs LangGraph PostgresStore @{w}: put {pair['put']:.2f}x, get {pair['get']:.2f}x")
-    print(f"\n{'HTTP (gunicorn, wrk)':<24}{'req/s':>9}{'failed':>8}{'ratio':>8}")
+        print(f"vs LangGraph PostgresStore @{w}: "
+              + ", ".join(f"{op} {ratio:.2f}x" for op, ratio in pair.items()))
+    print(f"\n{'HTTP (gunicorn, wrk)':<22}{'req/s':>7}{'bare':>7}{'ratio':>7}  failed")
     for name, f in results["http"].items():
-        ratio = r["http"].get(name)
-        tail = f"{ratio:>8.2f} {met(ratio, 'http')}" if ratio is not None else ""
-        print(f"{name:<24}{f['rps']:>9,.0f}{f['failed']:>8}{tail}")
+        ratio = r["http"][name]
+        print(f"{name:<22}{f['rps']:>7,.0f}{f['bare_rps']:>7,.0f}{ratio:>7.2f} {met(ratio, 'http'):<6}"
+              f" {f['failed']} (bare {f['bare_failed']})")
     print("\npush/pop cost at the longest list over the shortest:",
           ", ".join(f"{op} {v:.2f}x {met(v, 'scale')}" for op, v in r["push_pop"].items()))
     for rows, f in results["sweep"].items():
@@ -155,7 +154,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1 s measurements, smaller sweep")
     parser.add_argument("--out", type=Path, default=env.ROOT / "bench" / "results")
     args = parser.parse_args()
-    seconds, http_seconds = (1, 2) if args.quick else (3, 4)
+    seconds, http_seconds = (1, 1) if args.quick else (2, 3)
     sweeps = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
 
     began = time.perf_counter()
@@ -173,7 +172,7 @@ def main() -> None:
         ("pgbench", lambda: pgbench(seconds)),
         ("api", lambda: python_api(seconds)),
         ("http", lambda: web.measure(http_seconds, int(http_seconds * 2000))),
-        ("push_pop", lambda: scale.push_pop(*((100, 3) if args.quick else (500, 5)))),
+        ("push_pop", lambda: scale.push_pop(*((100, 3) if args.quick else (300, 5)))),
         ("sweep", lambda: {str(rows): scale.expiry_sweep(rows) for rows in sweeps}),
     ]
     for name, step in steps:

@@ -179,9 +179,18 @@ class Server:
 
 
 def measure(seconds: float, supply: int) -> dict[str, dict]:
-    """Each endpoint's requests per second and failures, bare views first."""
+    """Each endpoint's requests per second and failures, beside its bare view's measured just before."""
     measured, token = endpoints(supply)
+    bare = {endpoint.kind: endpoint for endpoint in BARE}
+    figures = {}
     with Server() as base:
-        wrk(base, BARE[1], token, 1)  # warm up: every worker connected
-        return {endpoint.name: {"kind": endpoint.kind, **wrk(base, endpoint, token, seconds)}
-                for endpoint in BARE + measured}
+        wrk(base, bare["read"], token, 1)  # warm up: every worker connected
+        for endpoint in measured:
+            baseline = wrk(base, bare[endpoint.kind], token, seconds)
+            figures[endpoint.name] = {
+                "kind": endpoint.kind,
+                **wrk(base, endpoint, token, seconds),
+                "bare_rps": baseline["rps"],
+                "bare_failed": baseline["failed"],
+            }
+    return figures
