@@ -74,3 +74,34 @@ def test_a_bad_name_on_a_context_read_is_named_name(api, bad):
     response = api.get(f"/api/context/?scope=s&name=a&name={bad}")
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "invalid" and response.json()["field"] == "name"
+
+
+def test_the_demo_under_runserver_does_not_keep_a_connection_per_request_thread():
+    """runserver serves each request on a new thread; with persistent connections each
+    thread's connection outlives it, and concurrent REST clients exhaust PostgreSQL's
+    connections (503s). Under runserver the demo closes them per request, unless
+    CONN_MAX_AGE says otherwise; other servers keep the default of 60 seconds."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys; sys.argv = ['manage.py'] + sys.argv[1:]; import django; django.setup(); "
+        "from django.conf import settings; print(settings.DATABASES['default']['CONN_MAX_AGE'])"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "CONN_MAX_AGE"}
+    env.update(DJANGO_SETTINGS_MODULE="project.settings", DATABASE_URL="postgres://u@h:5432/d")
+    root = Path(__file__).resolve().parent.parent
+
+    def conn_max_age(*argv: str, **extra: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *argv], env={**env, **extra}, cwd=root,
+            capture_output=True, text=True, timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()[-1]
+
+    assert conn_max_age("runserver", "127.0.0.1:8000") == "0"
+    assert conn_max_age("runserver", CONN_MAX_AGE="30") == "30"
+    assert conn_max_age("migrate") == "60"
