@@ -76,11 +76,6 @@ if os.environ.get("DATABASE_URL"):
             conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0" if RUNSERVER else "60")),
         )
     }
-    if os.environ.get("DATABASE_PREPARED", "1") == "1":
-        # Server-side parameters, and statements prepared after their fifth
-        # use on a connection: PostgreSQL parses and plans each query once.
-        # Set DATABASE_PREPARED=0 behind a pooler in transaction mode.
-        DATABASES["default"]["OPTIONS"] = {"server_side_binding": True, "prepare_threshold": 5}
 else:
     DATABASES = {
         "default": {
