@@ -39,8 +39,6 @@ def expiry_sweep(rows: int) -> dict[str, float]:
     """Sweep ``rows`` expired pauses in a fresh process: its time and peak memory growth."""
     began = time.perf_counter()
     fill.pauses(f"{TAG}-sweep-{rows}", rows, expired=True)
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE agentstate_pausedrun")
     filled = time.perf_counter() - began
     connections.close_all()
     fork = multiprocessing.get_context("fork")
