@@ -1,8 +1,8 @@
 """Set-based fills: the rows a measurement consumes, made by one statement each.
 
-Each fill ends with ANALYZE of its table, as autovacuum would do soon after:
-a plan made on statistics from before thousands of new rows (an index scan
-of every pending pause, say) would measure the planner, not the code.
+``analyze()`` follows the fills, as autovacuum would soon after: a plan made
+on statistics from before thousands of new rows (an index scan of every
+pending pause, say) would measure the planner, not the code.
 """
 
 import uuid
@@ -13,6 +13,11 @@ from agentstate.models import Scope, Variable
 
 PAYLOAD = '{"messages": ["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbb"], "step": 7}'
 OWNER = "bench"
+
+
+def analyze() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
 
 
 def question(i: int) -> uuid.UUID:
@@ -31,7 +36,6 @@ def pauses(chat_id: str, count: int, *, expired: bool = False) -> None:
             f" now(), {expires}, '' FROM generate_series(1, %s) AS i",
             [chat_id, OWNER, PAYLOAD, count],
         )
-        cursor.execute("ANALYZE agentstate_pausedrun")
 
 
 def runs(prefix: str, count: int) -> list[int]:
@@ -44,9 +48,7 @@ def runs(prefix: str, count: int) -> list[int]:
             " FROM generate_series(1, %s) AS i ORDER BY i RETURNING id",
             [prefix, count],
         )
-        pks = [row[0] for row in cursor.fetchall()]
-        cursor.execute("ANALYZE agentstate_run")
-        return pks
+        return [row[0] for row in cursor.fetchall()]
 
 
 def approval_requests(run_pks: list[int], tool_name: str = "mail") -> list[int]:
@@ -59,9 +61,7 @@ def approval_requests(run_pks: list[int], tool_name: str = "mail") -> list[int]:
             " FROM unnest(%s::bigint[]) WITH ORDINALITY AS r(pk, n) ORDER BY n RETURNING id",
             [tool_name, run_pks],
         )
-        ids = [row[0] for row in cursor.fetchall()]
-        cursor.execute("ANALYZE agentstate_approvalrequest")
-        return ids
+        return [row[0] for row in cursor.fetchall()]
 
 
 def a_list(scope: str, name: str, length: int, owner=None) -> None:
@@ -76,4 +76,3 @@ def a_list(scope: str, name: str, length: int, owner=None) -> None:
             " SELECT %s, i, to_jsonb(i) FROM generate_series(0, %s - 1) AS i",
             [variable.pk, length],
         )
-        cursor.execute("ANALYZE agentstate_element")

@@ -39,6 +39,7 @@ def expiry_sweep(rows: int) -> dict[str, float]:
     """Sweep ``rows`` expired pauses in a fresh process: its time and peak memory growth."""
     began = time.perf_counter()
     fill.pauses(f"{TAG}-sweep-{rows}", rows, expired=True)
+    fill.analyze()
     filled = time.perf_counter() - began
     connections.close_all()
     fork = multiprocessing.get_context("fork")

@@ -62,6 +62,7 @@ def endpoints(supply: int) -> tuple[list[Endpoint], str]:
     chat = f"{TAG}-http"
     fill.pauses(chat, supply)
     queue = fill.approval_requests(fill.runs(f"{TAG}-http-decide", supply))
+    fill.analyze()
     runs = [f"/api/runs/{run_id}/" for run_id in run_ids]
     measured = [
         Endpoint("GET context", "read", "GET", [f"/api/context/?scope={scope}&name=v{k}" for k in ks]),

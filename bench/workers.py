@@ -3,7 +3,8 @@
 A measured operation is a ``start(index)`` function: run in worker ``index``
 before the start barrier, it prepares what the worker needs and returns the
 operation, a callable run in a loop until the time is up (or until it raises
-``StopIteration`` because its prepared supply ran out).
+``StopIteration`` because its prepared supply ran out). Between the
+preparations and the start, the database's statistics are brought up to date.
 """
 
 import multiprocessing
@@ -23,6 +24,11 @@ def _worker(start: Start, index: int, seconds: float, barrier, results) -> None:
     connections.close_all()  # never share the parent's socket
     try:
         op = start(index)
+        barrier.wait()  # every worker has made its rows
+        if index == 0:
+            from bench.fill import analyze
+
+            analyze()
         barrier.wait()
         count, began = 0, time.perf_counter()
         deadline = began + seconds
