@@ -57,7 +57,7 @@ def endpoints(supply: int) -> tuple[list[Endpoint], str]:
         context.put(scope, f"v{k}", {"step": 7}, owner=user)
         fill.a_list(scope, f"l{k}", 10, owner=user)
         fill.a_list(scope, f"p{k}", supply // SPREAD + 10, owner=user)
-    run_ids = [f"{TAG}-http-{k}" for k in ks]
+    run_ids = [f"{TAG}-http-{k + 1}" for k in ks]  # fill.runs counts from 1
     fill.runs(f"{TAG}-http", SPREAD)
     chat = f"{TAG}-http"
     fill.pauses(chat, supply)
