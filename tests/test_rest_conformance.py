@@ -105,3 +105,48 @@ def test_the_demo_under_runserver_does_not_keep_a_connection_per_request_thread(
     assert conn_max_age("runserver", "127.0.0.1:8000") == "0"
     assert conn_max_age("runserver", CONN_MAX_AGE="30") == "30"
     assert conn_max_age("migrate") == "60"
+
+
+def hostile_exception_handler(exc, context):
+    from rest_framework.response import Response
+
+    return Response({"site": "handler"}, status=418)
+
+
+HOSTILE_DRF = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.BasicAuthentication"],
+    "EXCEPTION_HANDLER": "tests.test_rest_conformance.hostile_exception_handler",
+    "DEFAULT_VERSIONING_CLASS": "rest_framework.versioning.QueryParameterVersioning",
+    "ALLOWED_VERSIONS": ["9"],
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": "1/day", "anon": "1/day"},
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+}
+
+
+def test_a_sites_drf_versioning_throttling_and_handler_do_not_reach_the_api(alice):
+    """SPEC 5: only authentication is the site's choice. A site-wide versioning
+    class refused every request (404 "Invalid version"); the schema view also
+    took the site's handler and throttles."""
+    import json
+
+    from django.core.cache import cache
+    from django.test import override_settings
+    from rest_framework.test import APIClient
+
+    cache.clear()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION="Basic YWxpY2U6cHc=")  # alice:pw
+    with override_settings(REST_FRAMEWORK=HOSTILE_DRF):
+        for _ in range(2):
+            put = api.put(
+                "/api/context/", {"scope": "s", "name": "x", "value": 1}, format="json"
+            )
+            assert put.status_code == 200, put.content
+        missing = api.get("/api/context/?scope=nope")
+        assert missing.status_code == 404 and missing.json()["code"] == "scope_not_found"
+        assert APIClient().get("/api/scopes/").json()["code"] == "not_authenticated"
+        for _ in range(2):
+            schema = api.get("/api/schema/?format=json")
+            assert schema.status_code == 200, schema.content[:300]
+            assert json.loads(schema.content)["openapi"].startswith("3.")

@@ -56,6 +56,8 @@ class AgentStateAPIView(APIView):
     renderer_classes = [JSONRenderer]
     permission_classes = [IsAuthenticated]
     throttle_classes: list = []
+    # A site's DEFAULT_VERSIONING_CLASS would refuse every request without its version.
+    versioning_class = None
     pagination_class = Pagination
     schema = AgentStateSchema()
 

@@ -12,6 +12,8 @@ from drf_spectacular.views import SpectacularAPIView
 
 import agentstate
 
+from .errors import exception_handler
+
 
 def only_agentstate_endpoints(endpoints, **kwargs):
     from .base import AgentStateAPIView
@@ -36,6 +38,12 @@ SCHEMA_SETTINGS = {
 class SchemaView(SpectacularAPIView):
     custom_settings = SCHEMA_SETTINGS
     serve_public = True
+    # Like the API's own views: no site-wide versioning, throttling or handler.
+    versioning_class = None
+    throttle_classes: list = []
+
+    def get_exception_handler(self):
+        return exception_handler
 
 
 SWAGGER_HTML = """<!DOCTYPE html>
