@@ -6,7 +6,7 @@
 PostgreSQL from ``DATABASE_URL`` (default: a database ``agentstate_bench`` on
 127.0.0.1 that is created and migrated; its name must contain ``bench``, as
 it is emptied first). Prints the tables and writes
-``bench/results/<time>.json`` and ``.png``.
+``bench/results/<time>.json``, ``.md`` (the tables in Markdown) and ``.png``.
 """
 
 import argparse
@@ -115,6 +115,38 @@ def report(results: dict) -> None:
               f"peak memory +{f['peak_mib']:.0f} MiB (fill {f['fill_seconds']:.1f} s)")
 
 
+def markdown(results: dict) -> str:
+    """The figures as the README's tables."""
+    r, api = results["ratios"], results["api"]
+    goal = {"write": "0.7", "read": "0.5"}
+    lines = ["| Python API | kind (goal) | ops/s @1 | psycopg @1 | ratio @1 | ops/s @8 "
+             "| psycopg @8 | ratio @8 |", "|---|---|--:|--:|--:|--:|--:|--:|"]
+    for name, f in api["1"].items():
+        cells = [f"{api[w][name]['ops']:,.0f} | {api[w][name]['psycopg']:,.0f} | "
+                 f"{r['api'][w][name]:.2f}" for w in ("1", "8")]
+        lines.append(f"| {name} | {f['kind']} (≥ {goal[f['kind']]}) | {' | '.join(cells)} |")
+    lines += ["", "| ours / LangGraph PostgresStore | @1 | @8 |", "|---|--:|--:|"]
+    lines += [f"| {op} | {r['langgraph']['1'][op]:.2f} | {r['langgraph']['8'][op]:.2f} |"
+              for op in r["langgraph"]["1"]]
+    lines += ["", "| REST endpoint | req/s | bare view req/s | ratio (≥ 0.7) | failed |",
+              "|---|--:|--:|--:|--:|"]
+    lines += [f"| {name} | {f['rps']:,.0f} | {f['bare_rps']:,.0f} | {r['http'][name]:.2f} "
+              f"| {f['failed']} |" for name, f in results["http"].items()]
+    pg = results["pgbench"]
+    lines += ["", "| pgbench (tps) | @1 | @8 |", "|---|--:|--:|"]
+    lines += [f"| {script} | {pg['1'][script]:,.0f} | {pg['8'][script]:,.0f} |"
+              for script in pg["1"]]
+    lines += ["", "| push/pop | " + " | ".join(f"{int(n):,} elements" for n in results["push_pop"])
+              + " | cost 100k / 10 (≤ 1.5) |", "|---|" + "--:|" * (len(results["push_pop"]) + 1)]
+    for op, ratio in r["push_pop"].items():
+        rates = " | ".join(f"{f[op]:,.0f}/s" for f in results["push_pop"].values())
+        lines.append(f"| {op} | {rates} | {ratio:.2f} |")
+    lines += ["", "| expiry sweep | time | peak memory growth |", "|---|--:|--:|"]
+    lines += [f"| {int(rows):,} expired pauses | {f['seconds']:.1f} s | {f['peak_mib']:.0f} MiB |"
+              for rows, f in results["sweep"].items()]
+    return "\n".join(lines) + "\n"
+
+
 def chart(results: dict, path: Path) -> None:
     import matplotlib
 
@@ -184,8 +216,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / time.strftime("%Y%m%d-%H%M%S")
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+    stem.with_suffix(".md").write_text(markdown(results))
     chart(results, stem.with_suffix(".png"))
-    print(f"\n{results['total_seconds']:.0f} s; wrote {stem}.json and .png")
+    print(f"\n{results['total_seconds']:.0f} s; wrote {stem}.json, .md (the tables) and .png")
 
 
 if __name__ == "__main__":
