@@ -150,3 +150,19 @@ def test_a_sites_drf_versioning_throttling_and_handler_do_not_reach_the_api(alic
             schema = api.get("/api/schema/?format=json")
             assert schema.status_code == 200, schema.content[:300]
             assert json.loads(schema.content)["openapi"].startswith("3.")
+
+
+@pytest.mark.parametrize(
+    "bad", ["abc", "-1", "1.5", "%00", "0x1", "9" * 5000, "99999999999999999999"]
+)
+def test_an_approval_request_id_that_is_no_number_answers_the_apis_own_404(api, make_user, bad):
+    """Errors are ``{"detail", "code"}``: a non-numeric id answered Django's HTML 404 page."""
+    response = api.get(f"/api/approval-requests/{bad}/")
+    assert response.status_code == 404, response.content
+    assert response.json()["code"] == "approval_request_not_found"
+    reviewer = make_user("reviewer", "agentstate.decide_approvalrequest")
+    api.force_authenticate(reviewer)
+    decided = api.post(
+        f"/api/approval-requests/{bad}/decide/", {"decision": "approve"}, format="json"
+    )
+    assert decided.status_code == 404 and decided.json()["code"] == "approval_request_not_found"

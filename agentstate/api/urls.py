@@ -29,9 +29,9 @@ urlpatterns = [
         name="run-approval-requests",
     ),
     path("approval-requests/", views_runs.ApprovalRequestsView.as_view(), name="approval-requests"),
-    path("approval-requests/<int:id>/", views_runs.ApprovalRequestView.as_view(), name="approval-request"),
+    path("approval-requests/<str:id>/", views_runs.ApprovalRequestView.as_view(), name="approval-request"),
     path(
-        "approval-requests/<int:id>/decide/",
+        "approval-requests/<str:id>/decide/",
         views_runs.DecideView.as_view(),
         name="approval-request-decide",
     ),

@@ -217,8 +217,10 @@ class ApprovalRequestsView(AgentStateAPIView):
         return self.paginate(rows.order_by("created_at", "pk"), s.ApprovalRequestSerializer)
 
 
-def _find(rows: QuerySet[ApprovalRequest], pk: int) -> ApprovalRequest:
-    found = rows.filter(pk=pk).first()
+def _find(rows: QuerySet[ApprovalRequest], pk: str) -> ApprovalRequest:
+    """The request with id ``pk`` (the path's text: one that is no id is not found)."""
+    is_id = pk.isascii() and pk.isdigit() and len(pk) <= 20
+    found = rows.filter(pk=int(pk)).first() if is_id else None
     if found is None:
         raise ApprovalRequestNotFound(f"Approval request {pk} not found.")
     return found
@@ -230,7 +232,7 @@ class ApprovalRequestView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_get",
     )
-    def get(self, request, id: int):  # the path parameter of SPEC
+    def get(self, request, id: str):  # the path parameter of SPEC
         return Response(s.ApprovalRequestSerializer(_find(visible_requests(request.user), id)).data)
 
 
@@ -241,7 +243,7 @@ class DecideView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_decide",
     )
-    def post(self, request, id: int):  # the path parameter of SPEC
+    def post(self, request, id: str):  # the path parameter of SPEC
         if not request.user.has_perm("agentstate.decide_approvalrequest"):
             raise PermissionDenied(
                 "Deciding approval requests takes agentstate.decide_approvalrequest."
