@@ -80,7 +80,9 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
     def decide(i: int) -> Op:
         reviewer = _reviewer()
         ids = fill.approval_requests([run.pk for run in _runs(fresh("decide"), supply)])
-        return supplied(lambda pk: approvals.decide(pk, "approve", by=reviewer), ((pk,) for pk in ids))
+        return supplied(
+            lambda pk: approvals.decide(pk, "approve", by=reviewer), ((pk,) for pk in ids)
+        )
 
     def add_usage(i: int) -> Op:
         (run,) = _runs(fresh("usage"), 1)

@@ -11,7 +11,9 @@ from django.db import connection
 
 from agentstate.models import Scope, Variable
 
-PAYLOAD = '{"messages": ["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbb"], "step": 7}'
+PAYLOAD = (
+    '{"messages": ["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbb"], "step": 7}'
+)
 OWNER = "bench"
 
 

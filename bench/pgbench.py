@@ -22,8 +22,22 @@ def tps(script: str, workers: int, seconds: float) -> float:
         file.flush()
         chosen = ["-b", "select-only"] if script == "select-only" else ["-f", file.name]
         out = subprocess.run(
-            ["pgbench", "-n", "-M", "prepared", "-c", str(workers), "-j", str(workers),
-             "-T", str(max(1, round(seconds))), *chosen, dsn()],
-            check=True, capture_output=True, text=True,
+            [
+                "pgbench",
+                "-n",
+                "-M",
+                "prepared",
+                "-c",
+                str(workers),
+                "-j",
+                str(workers),
+                "-T",
+                str(max(1, round(seconds))),
+                *chosen,
+                dsn(),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
     return float(re.search(r"tps = ([\d.]+)", out).group(1))

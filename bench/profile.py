@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import env  # noqa: E402
+from bench import env
 
 
 def main() -> None:
@@ -30,8 +30,10 @@ def main() -> None:
 
     from bench import api_ops
 
-    operations = {**api_ops.our_operations(int(args.seconds * 5000)),
-                  **api_ops.baseline_operations()}
+    operations = {
+        **api_ops.our_operations(int(args.seconds * 5000)),
+        **api_ops.baseline_operations(),
+    }
     api_ops.prepare_baselines()
     op = operations[args.operation][1](0)
     op()

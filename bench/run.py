@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import env  # noqa: E402
+from bench import env
 
 WORKERS = (1, 8)
 GOALS = {"write": 0.7, "read": 0.5, "http": 0.7, "scale": 1.5}
@@ -32,11 +32,19 @@ def machine() -> dict:
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
         (pg,) = cursor.fetchone()
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                if line.startswith("model name")), platform.processor())
+    with open("/proc/cpuinfo") as cpuinfo:
+        cpu = next(
+            (line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")),
+            platform.processor(),
+        )
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"cores": os.cpu_count(), "cpu": cpu, "ram_gib": round(ram, 1),
-            "postgresql": pg, "python": platform.python_version()}
+    return {
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "ram_gib": round(ram, 1),
+        "postgresql": pg,
+        "python": platform.python_version(),
+    }
 
 
 def python_api(seconds: float) -> dict:
@@ -52,8 +60,11 @@ def python_api(seconds: float) -> dict:
         figures[str(workers)] = ops = {}
         for name, (kind, start) in api_ops.our_operations(supply).items():
             psycopg = baselines["psycopg UPDATE" if kind == "write" else "psycopg SELECT"][1]
-            ops[name] = {"kind": kind, "psycopg": round(rate(psycopg, workers, seconds), 1),
-                         "ops": round(rate(start, workers, seconds), 1)}
+            ops[name] = {
+                "kind": kind,
+                "psycopg": round(rate(psycopg, workers, seconds), 1),
+                "ops": round(rate(start, workers, seconds), 1),
+            }
             if f"LangGraph {name}" in baselines:
                 peer = baselines[f"LangGraph {name}"][1]
                 ops[name]["langgraph"] = round(rate(peer, workers, seconds), 1)
@@ -65,9 +76,13 @@ def pgbench(seconds: float) -> dict:
     from bench import pgbench
 
     pgbench.initialise()
-    return {str(workers): {script: round(pgbench.tps(script, workers, seconds), 1)
-                           for script in ("update", "select-only")}
-            for workers in WORKERS}
+    return {
+        str(workers): {
+            script: round(pgbench.tps(script, workers, seconds), 1)
+            for script in ("update", "select-only")
+        }
+        for workers in WORKERS
+    }
 
 
 def ratios(results: dict) -> dict:
@@ -93,57 +108,93 @@ def met(value: float, goal: str) -> str:
 def report(results: dict) -> None:
     r, api = results["ratios"], results["api"]
     print("\npgbench (tps):", json.dumps(results["pgbench"]))
-    print(f"\n{'Python API':<11}" + "".join(
-        f"{'ops/s @' + w:>10}{'psycopg':>9}{'ratio':>7}{'':7}" for w in api))
+    print(
+        f"\n{'Python API':<11}"
+        + "".join(f"{'ops/s @' + w:>10}{'psycopg':>9}{'ratio':>7}{'':7}" for w in api)
+    )
     for name, f in api["1"].items():
         goal = f["kind"]
-        print(f"{name:<11}" + "".join(
-            f"{api[w][name]['ops']:>10,.0f}{api[w][name]['psycopg']:>9,.0f}"
-            f"{r['api'][w][name]:>7.2f} {met(r['api'][w][name], goal):<6}" for w in api))
+        print(
+            f"{name:<11}"
+            + "".join(
+                f"{api[w][name]['ops']:>10,.0f}{api[w][name]['psycopg']:>9,.0f}"
+                f"{r['api'][w][name]:>7.2f} {met(r['api'][w][name], goal):<6}"
+                for w in api
+            )
+        )
     for w, pair in r["langgraph"].items():
-        print(f"vs LangGraph PostgresStore @{w}: "
-              + ", ".join(f"{op} {ratio:.2f}x" for op, ratio in pair.items()))
+        print(
+            f"vs LangGraph PostgresStore @{w}: "
+            + ", ".join(f"{op} {ratio:.2f}x" for op, ratio in pair.items())
+        )
     print(f"\n{'HTTP (gunicorn, wrk)':<22}{'req/s':>7}{'bare':>7}{'ratio':>7}  failed")
     for name, f in results["http"].items():
         ratio = r["http"][name]
-        print(f"{name:<22}{f['rps']:>7,.0f}{f['bare_rps']:>7,.0f}{ratio:>7.2f} {met(ratio, 'http'):<6}"
-              f" {f['failed']} (bare {f['bare_failed']})")
-    print("\npush/pop cost at the longest list over the shortest:",
-          ", ".join(f"{op} {v:.2f}x {met(v, 'scale')}" for op, v in r["push_pop"].items()))
+        print(
+            f"{name:<22}{f['rps']:>7,.0f}{f['bare_rps']:>7,.0f}{ratio:>7.2f} {met(ratio, 'http'):<6}"
+            f" {f['failed']} (bare {f['bare_failed']})"
+        )
+    print(
+        "\npush/pop cost at the longest list over the shortest:",
+        ", ".join(f"{op} {v:.2f}x {met(v, 'scale')}" for op, v in r["push_pop"].items()),
+    )
     for rows, f in results["sweep"].items():
-        print(f"sweep of {int(rows):,} expired pauses: {f['seconds']:.1f} s, "
-              f"peak memory +{f['peak_mib']:.0f} MiB (fill {f['fill_seconds']:.1f} s)")
+        print(
+            f"sweep of {int(rows):,} expired pauses: {f['seconds']:.1f} s, "
+            f"peak memory +{f['peak_mib']:.0f} MiB (fill {f['fill_seconds']:.1f} s)"
+        )
 
 
 def markdown(results: dict) -> str:
     """The figures as the README's tables."""
     r, api = results["ratios"], results["api"]
     goal = {"write": "0.7", "read": "0.5"}
-    lines = ["| Python API | kind (goal) | ops/s @1 | psycopg @1 | ratio @1 | ops/s @8 "
-             "| psycopg @8 | ratio @8 |", "|---|---|--:|--:|--:|--:|--:|--:|"]
+    header = (
+        "| Python API | kind (goal) | ops/s @1 | psycopg @1 | ratio @1 | ops/s @8 "
+        "| psycopg @8 | ratio @8 |"
+    )
+    lines = [header, "|---|---|--:|--:|--:|--:|--:|--:|"]
     for name, f in api["1"].items():
-        cells = [f"{api[w][name]['ops']:,.0f} | {api[w][name]['psycopg']:,.0f} | "
-                 f"{r['api'][w][name]:.2f}" for w in ("1", "8")]
+        cells = [
+            f"{api[w][name]['ops']:,.0f} | {api[w][name]['psycopg']:,.0f} | {r['api'][w][name]:.2f}"
+            for w in ("1", "8")
+        ]
         lines.append(f"| {name} | {f['kind']} (≥ {goal[f['kind']]}) | {' | '.join(cells)} |")
     lines += ["", "| ours / LangGraph PostgresStore | @1 | @8 |", "|---|--:|--:|"]
-    lines += [f"| {op} | {r['langgraph']['1'][op]:.2f} | {r['langgraph']['8'][op]:.2f} |"
-              for op in r["langgraph"]["1"]]
-    lines += ["", "| REST endpoint | req/s | bare view req/s | ratio (≥ 0.7) | failed |",
-              "|---|--:|--:|--:|--:|"]
-    lines += [f"| {name} | {f['rps']:,.0f} | {f['bare_rps']:,.0f} | {r['http'][name]:.2f} "
-              f"| {f['failed']} |" for name, f in results["http"].items()]
+    lines += [
+        f"| {op} | {r['langgraph']['1'][op]:.2f} | {r['langgraph']['8'][op]:.2f} |"
+        for op in r["langgraph"]["1"]
+    ]
+    lines += [
+        "",
+        "| REST endpoint | req/s | bare view req/s | ratio (≥ 0.7) | failed |",
+        "|---|--:|--:|--:|--:|",
+    ]
+    lines += [
+        f"| {name} | {f['rps']:,.0f} | {f['bare_rps']:,.0f} | {r['http'][name]:.2f} "
+        f"| {f['failed']} |"
+        for name, f in results["http"].items()
+    ]
     pg = results["pgbench"]
     lines += ["", "| pgbench (tps) | @1 | @8 |", "|---|--:|--:|"]
-    lines += [f"| {script} | {pg['1'][script]:,.0f} | {pg['8'][script]:,.0f} |"
-              for script in pg["1"]]
-    lines += ["", "| push/pop | " + " | ".join(f"{int(n):,} elements" for n in results["push_pop"])
-              + " | cost 100k / 10 (≤ 1.5) |", "|---|" + "--:|" * (len(results["push_pop"]) + 1)]
+    lines += [
+        f"| {script} | {pg['1'][script]:,.0f} | {pg['8'][script]:,.0f} |" for script in pg["1"]
+    ]
+    lines += [
+        "",
+        "| push/pop | "
+        + " | ".join(f"{int(n):,} elements" for n in results["push_pop"])
+        + " | cost 100k / 10 (≤ 1.5) |",
+        "|---|" + "--:|" * (len(results["push_pop"]) + 1),
+    ]
     for op, ratio in r["push_pop"].items():
         rates = " | ".join(f"{f[op]:,.0f}/s" for f in results["push_pop"].values())
         lines.append(f"| {op} | {rates} | {ratio:.2f} |")
     lines += ["", "| expiry sweep | time | peak memory growth |", "|---|--:|--:|"]
-    lines += [f"| {int(rows):,} expired pauses | {f['seconds']:.1f} s | {f['peak_mib']:.0f} MiB |"
-              for rows, f in results["sweep"].items()]
+    lines += [
+        f"| {int(rows):,} expired pauses | {f['seconds']:.1f} s | {f['peak_mib']:.0f} MiB |"
+        for rows, f in results["sweep"].items()
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -165,8 +216,12 @@ def chart(results: dict, path: Path) -> None:
         names = list(next(iter(series.values())))
         height = 0.8 / len(series)
         for i, (label, values) in enumerate(series.items()):
-            ax.barh([n + i * height for n in range(len(names))], [values[k] for k in names],
-                    height, label=f"{label} worker(s)" if label else None)
+            ax.barh(
+                [n + i * height for n in range(len(names))],
+                [values[k] for k in names],
+                height,
+                label=f"{label} worker(s)" if label else None,
+            )
         ax.set_yticks([n + height * (len(series) - 1) / 2 for n in range(len(names))], names)
         ax.invert_yaxis()
         for x in lines:
@@ -175,8 +230,10 @@ def chart(results: dict, path: Path) -> None:
         if len(series) > 1:
             ax.legend(loc="lower right")
     m = results["machine"]
-    fig.suptitle(f"agentstate benchmark: {m['cores']} cores, {m['ram_gib']} GiB, "
-                 f"PostgreSQL {m['postgresql'].split()[0]}, Python {m['python']}; dashed: goals")
+    fig.suptitle(
+        f"agentstate benchmark: {m['cores']} cores, {m['ram_gib']} GiB, "
+        f"PostgreSQL {m['postgresql'].split()[0]}, Python {m['python']}; dashed: goals"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=80)
 

@@ -30,8 +30,9 @@ def _timed_sweep(results) -> None:
     result = sweep()
     seconds = time.perf_counter() - began
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    results.put({"expired": result.expired_pauses, "seconds": seconds,
-                 "peak_mib": (peak - before) / 1024})
+    results.put(
+        {"expired": result.expired_pauses, "seconds": seconds, "peak_mib": (peak - before) / 1024}
+    )
     connections.close_all()
 
 

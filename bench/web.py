@@ -65,34 +65,102 @@ def endpoints(supply: int) -> tuple[list[Endpoint], str]:
     fill.analyze()
     runs = [f"/api/runs/{run_id}/" for run_id in run_ids]
     measured = [
-        Endpoint("GET context", "read", "GET", [f"/api/context/?scope={scope}&name=v{k}" for k in ks]),
-        Endpoint("PUT context", "write", "PUT", ["/api/context/"],
-                 [{"scope": scope, "name": f"v{k}", "value": {"step": 7}} for k in ks]),
-        Endpoint("POST push", "write", "POST", ["/api/context/push/"],
-                 [{"scope": scope, "name": f"l{k}", "value": 7} for k in ks]),
-        Endpoint("POST pop", "write", "POST", ["/api/context/pop/"],
-                 [{"scope": scope, "name": f"p{k}"} for k in ks]),
-        Endpoint("POST pauses (put)", "write", "POST", ["/api/pauses/"],
-                 [{"chat_id": f"{chat}-put", "tool_call_id": f"call-{k}", "owner": fill.OWNER,
-                   "payload": {"step": 7}} for k in ks]),
-        Endpoint("POST claim", "write", "POST", ["/api/pauses/claim/"],
-                 [{"chat_id": chat, "tool_call_id": f"call-{n}", "question_id": str(fill.question(n))}
-                  for n in range(1, supply + 1)]),
-        Endpoint("GET pauses", "read", "GET",
-                 [f"/api/pauses/?chat_id={chat}&tool_call_id=call-{k + 1}" for k in ks]),
-        Endpoint("POST runs", "write", "POST", ["/api/runs/"],
-                 [{"run_id": f"{TAG}-new-{n}"} for n in range(supply)]),
+        Endpoint(
+            "GET context", "read", "GET", [f"/api/context/?scope={scope}&name=v{k}" for k in ks]
+        ),
+        Endpoint(
+            "PUT context",
+            "write",
+            "PUT",
+            ["/api/context/"],
+            [{"scope": scope, "name": f"v{k}", "value": {"step": 7}} for k in ks],
+        ),
+        Endpoint(
+            "POST push",
+            "write",
+            "POST",
+            ["/api/context/push/"],
+            [{"scope": scope, "name": f"l{k}", "value": 7} for k in ks],
+        ),
+        Endpoint(
+            "POST pop",
+            "write",
+            "POST",
+            ["/api/context/pop/"],
+            [{"scope": scope, "name": f"p{k}"} for k in ks],
+        ),
+        Endpoint(
+            "POST pauses (put)",
+            "write",
+            "POST",
+            ["/api/pauses/"],
+            [
+                {
+                    "chat_id": f"{chat}-put",
+                    "tool_call_id": f"call-{k}",
+                    "owner": fill.OWNER,
+                    "payload": {"step": 7},
+                }
+                for k in ks
+            ],
+        ),
+        Endpoint(
+            "POST claim",
+            "write",
+            "POST",
+            ["/api/pauses/claim/"],
+            [
+                {"chat_id": chat, "tool_call_id": f"call-{n}", "question_id": str(fill.question(n))}
+                for n in range(1, supply + 1)
+            ],
+        ),
+        Endpoint(
+            "GET pauses",
+            "read",
+            "GET",
+            [f"/api/pauses/?chat_id={chat}&tool_call_id=call-{k + 1}" for k in ks],
+        ),
+        Endpoint(
+            "POST runs",
+            "write",
+            "POST",
+            ["/api/runs/"],
+            [{"run_id": f"{TAG}-new-{n}"} for n in range(supply)],
+        ),
         Endpoint("GET run", "read", "GET", runs),
-        Endpoint("POST usage", "write", "POST", [f"{run}usage/" for run in runs],
-                 [{"input_tokens": 10, "output_tokens": 5}]),
-        Endpoint("GET approvals", "read", "GET",
-                 [f"{run}approvals/?tool_name=mail&call_id=call-1" for run in runs]),
-        Endpoint("POST approve", "write", "POST", [f"{run}approvals/approve/" for run in runs],
-                 [{"tool_name": "mail", "call_id": "call-1"}]),
-        Endpoint("POST decide", "write", "POST",
-                 [f"/api/approval-requests/{pk}/decide/" for pk in queue], [{"decision": "approve"}]),
-        Endpoint("GET approval request", "read", "GET",
-                 [f"/api/approval-requests/{pk}/" for pk in queue[:SPREAD]]),
+        Endpoint(
+            "POST usage",
+            "write",
+            "POST",
+            [f"{run}usage/" for run in runs],
+            [{"input_tokens": 10, "output_tokens": 5}],
+        ),
+        Endpoint(
+            "GET approvals",
+            "read",
+            "GET",
+            [f"{run}approvals/?tool_name=mail&call_id=call-1" for run in runs],
+        ),
+        Endpoint(
+            "POST approve",
+            "write",
+            "POST",
+            [f"{run}approvals/approve/" for run in runs],
+            [{"tool_name": "mail", "call_id": "call-1"}],
+        ),
+        Endpoint(
+            "POST decide",
+            "write",
+            "POST",
+            [f"/api/approval-requests/{pk}/decide/" for pk in queue],
+            [{"decision": "approve"}],
+        ),
+        Endpoint(
+            "GET approval request",
+            "read",
+            "GET",
+            [f"/api/approval-requests/{pk}/" for pk in queue[:SPREAD]],
+        ),
     ]
     return measured, token
 
@@ -131,9 +199,18 @@ def wrk(base: str, endpoint: Endpoint, token: str, seconds: float) -> dict:
         script.write(lua_script(endpoint, token))
         script.flush()
         out = subprocess.run(
-            ["wrk", "-t1", f"-c{CONNECTIONS}", f"-d{max(1, round(seconds))}s", "-s", script.name,
-             base],
-            check=True, capture_output=True, text=True,
+            [
+                "wrk",
+                "-t1",
+                f"-c{CONNECTIONS}",
+                f"-d{max(1, round(seconds))}s",
+                "-s",
+                script.name,
+                base,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
     errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -158,12 +235,26 @@ class Server:
 
     def __enter__(self) -> str:
         port = _free_port()
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "bench.site_settings", "DJANGO_DEBUG": "0",
-               "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "bench.site_settings",
+            "DJANGO_DEBUG": "0",
+            "PYTHONPATH": str(ROOT),
+        }
         self.process = subprocess.Popen(
-            [str(ROOT / ".venv/bin/gunicorn"), "project.wsgi:application", "-w", str(self.workers),
-             "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
-            cwd=ROOT, env=env, start_new_session=True,
+            [
+                str(ROOT / ".venv/bin/gunicorn"),
+                "project.wsgi:application",
+                "-w",
+                str(self.workers),
+                "-b",
+                f"127.0.0.1:{port}",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
         )
         base = f"http://127.0.0.1:{port}"
         for _ in range(300):
