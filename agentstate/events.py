@@ -81,4 +81,3 @@ def listened(kind: str, sender: type) -> bool:
 def announce(events: list[Event], model: type[models.Model]) -> None:
     """Send the signals of events written without ``record``, after commit."""
     _send_on_commit(events, model, None)
-

@@ -167,8 +167,15 @@ def _replace_value(scope: str, name: str, value: Any, owner: Owner, actor: str) 
                 f" ON CONFLICT (scope_id, name) DO UPDATE SET value = excluded.value,"
                 f" version = {table}.version + 1, updated_at = excluded.updated_at,"
                 f" updated_by = excluded.updated_by WHERE NOT {table}.is_list RETURNING version",
-                [name, False, _VARIABLE_VALUE.get_db_prep_save(value, connection), _now(), actor,
-                 scope, *_owner_pk(owner)],
+                [
+                    name,
+                    False,
+                    _VARIABLE_VALUE.get_db_prep_save(value, connection),
+                    _now(),
+                    actor,
+                    scope,
+                    *_owner_pk(owner),
+                ],
             )
             row = cursor.fetchone()
     except IntegrityError:  # the scope went away meanwhile: the general path decides
@@ -344,8 +351,10 @@ def _append_in_one_statement(
             f"WITH v AS ({_variable_update('tail = tail + 1', 'id, head, tail, version', owner)}),"
             f" e AS (INSERT INTO {Element._meta.db_table} (variable_id, position, value)"
             " SELECT id, tail - 1, %s FROM v) SELECT head, tail, version FROM v",
-            [*_update_params(actor, name, 0, scope, owner),
-             _ELEMENT_VALUE.get_db_prep_save(value, connection)],
+            [
+                *_update_params(actor, name, 0, scope, owner),
+                _ELEMENT_VALUE.get_db_prep_save(value, connection),
+            ],
         )
         row = cursor.fetchone()
     if row is None:

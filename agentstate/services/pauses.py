@@ -188,18 +188,24 @@ def _written(fields: dict[str, Any], ttl: timedelta, pk: int | None = None) -> P
     """Insert a pause (``pk`` None) or overwrite pause ``pk`` with ``fields``, created now
     and expiring ``ttl`` from now by the database clock: one statement returning the row."""
     field = PausedRun._meta.get_field
-    values = {field(name).column: field(name).get_db_prep_save(value, connection)
-              for name, value in fields.items()}
+    values = {
+        field(name).column: field(name).get_db_prep_save(value, connection)
+        for name, value in fields.items()
+    }
     now, now_params = _sql(Now())
     expiry, expiry_params = _sql(_expiry(ttl))
     table = PausedRun._meta.db_table
     if pk is None:
-        sql = (f"INSERT INTO {table} ({', '.join(values)}, created_at, expires_at)"
-               f" VALUES ({', '.join(['%s'] * len(values))}, {now}, {expiry}) RETURNING *")
+        sql = (
+            f"INSERT INTO {table} ({', '.join(values)}, created_at, expires_at)"
+            f" VALUES ({', '.join(['%s'] * len(values))}, {now}, {expiry}) RETURNING *"
+        )
         params = [*values.values(), *now_params, *expiry_params]
     else:
-        sql = (f"UPDATE {table} SET {', '.join(f'{column} = %s' for column in values)},"
-               f" created_at = {now}, expires_at = {expiry} WHERE id = %s RETURNING *")
+        sql = (
+            f"UPDATE {table} SET {', '.join(f'{column} = %s' for column in values)},"
+            f" created_at = {now}, expires_at = {expiry} WHERE id = %s RETURNING *"
+        )
         params = [*values.values(), *now_params, *expiry_params, pk]
     return next(iter(PausedRun.objects.raw(sql, params)))
 
@@ -215,7 +221,9 @@ def put(
     actor: str = "",
 ) -> str:
     """Keep a run pending for ``owner``; returns the id of the question it waits on."""
-    return str(put_pause(chat_id, tool_call_id, owner, payload, ttl, user=user, actor=actor).question_id)
+    return str(
+        put_pause(chat_id, tool_call_id, owner, payload, ttl, user=user, actor=actor).question_id
+    )
 
 
 @atomic_retry
@@ -286,9 +294,17 @@ def _claim_if_claimable(
         f"UPDATE {PausedRun._meta.db_table} SET status = %s, claimed_at = {now}, claimed_by = %s"
         " WHERE chat_id = %s AND tool_call_id = %s AND owner = %s AND question_id = %s"
         f" AND status = %s AND expires_at > {now} RETURNING *",
-        [Status.CLAIMED, *now_params, claimer, chat_id, tool_call_id, owner,
-         field("question_id").get_db_prep_value(question, connection), Status.PENDING,
-         *now_params],
+        [
+            Status.CLAIMED,
+            *now_params,
+            claimer,
+            chat_id,
+            tool_call_id,
+            owner,
+            field("question_id").get_db_prep_value(question, connection),
+            Status.PENDING,
+            *now_params,
+        ],
     )
     return next(iter(claimed), None)
 

@@ -73,10 +73,17 @@ def _expire_pauses_in_sql(size: int) -> int:
         details = Event._meta.get_field("details")
         events.announce(
             [
-                Event(pk=pk, kind="pause.expired", actor=ACTOR, object_type="pausedrun",
-                      object_id=object_id, created_by_id=created_by_id, owner=owner,
-                      details=details.from_db_value(detail, None, connection),
-                      created_at=created_at)
+                Event(
+                    pk=pk,
+                    kind="pause.expired",
+                    actor=ACTOR,
+                    object_type="pausedrun",
+                    object_id=object_id,
+                    created_by_id=created_by_id,
+                    owner=owner,
+                    details=details.from_db_value(detail, None, connection),
+                    created_at=created_at,
+                )
                 for pk, object_id, created_by_id, owner, detail, created_at in rows
             ],
             PausedRun,
@@ -93,12 +100,16 @@ def _expire_pause_batch(size: int) -> int:
         .past_expiry()
         .select_for_update(skip_locked=True)
         .order_by("expires_at")
-        .values_list("pk", "chat_id", "tool_call_id", "owner", "created_by_id", "question_id")[:size]
+        .values_list("pk", "chat_id", "tool_call_id", "owner", "created_by_id", "question_id")[
+            :size
+        ]
     )
     if not rows:
         return 0
     # The rows are locked and were pending past expiry: one UPDATE for all.
-    PausedRun.objects.filter(pk__in=[row[0] for row in rows]).update(status=PausedRun.Status.EXPIRED)
+    PausedRun.objects.filter(pk__in=[row[0] for row in rows]).update(
+        status=PausedRun.Status.EXPIRED
+    )
     events.record_many(
         "pause.expired",
         PausedRun,
@@ -160,7 +171,9 @@ def _purge_pause_batch(size: int) -> int:
     return len(pks)
 
 
-def _in_batches(batch: Callable[[int], int], size: int, label: str, progress: Progress | None) -> int:
+def _in_batches(
+    batch: Callable[[int], int], size: int, label: str, progress: Progress | None
+) -> int:
     total = 0
     while done := batch(size):
         total += done
