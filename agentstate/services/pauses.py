@@ -42,9 +42,12 @@ from agentstate.validation import check_json, check_key
 Status = PausedRun.Status
 
 
+OBJECT_ID_SEPARATOR = "#"
+
+
 def object_id(chat_id: str, tool_call_id: str) -> str:
     """How events name a pause: ``chat_id#tool_call_id``."""
-    return f"{chat_id}#{tool_call_id}"
+    return f"{chat_id}{OBJECT_ID_SEPARATOR}{tool_call_id}"
 
 
 def _ttl(ttl: timedelta | int | float | None) -> timedelta:

@@ -25,7 +25,7 @@ from agentstate import events
 from agentstate.conf import agentstate_settings
 from agentstate.db import atomic_retry
 from agentstate.models import ApprovalRequest, Event, PausedRun
-from agentstate.services.pauses import object_id
+from agentstate.services.pauses import OBJECT_ID_SEPARATOR, object_id
 
 ACTOR = "sweeper"
 
@@ -46,20 +46,20 @@ class SweepResult:
 # written by the same statement from the rows it changed. SKIP LOCKED passes
 # over a pause a claim holds; a row claimed meanwhile no longer matches the
 # WHERE when the lock is taken, so it is never both claimed and expired.
-EXPIRE_PAUSES_SQL = """
+EXPIRE_PAUSES_SQL = f"""
 WITH batch AS (
-    SELECT id FROM agentstate_pausedrun
-    WHERE status = 'pending' AND expires_at <= STATEMENT_TIMESTAMP()
-    ORDER BY expires_at LIMIT %s FOR UPDATE SKIP LOCKED
+    SELECT id FROM {PausedRun._meta.db_table}
+    WHERE status = %(pending)s AND expires_at <= STATEMENT_TIMESTAMP()
+    ORDER BY expires_at LIMIT %(size)s FOR UPDATE SKIP LOCKED
 ), expired AS (
-    UPDATE agentstate_pausedrun AS pause SET status = 'expired' FROM batch
+    UPDATE {PausedRun._meta.db_table} AS pause SET status = %(expired)s FROM batch
     WHERE pause.id = batch.id
     RETURNING pause.chat_id, pause.tool_call_id, pause.owner, pause.created_by_id,
               pause.question_id
 )
-INSERT INTO agentstate_event (kind, actor, object_type, object_id, created_by_id, owner, details)
-SELECT 'pause.expired', %s, 'pausedrun', chat_id || '#' || tool_call_id, created_by_id, owner,
-       jsonb_build_object('question_id', question_id::text)
+INSERT INTO {Event._meta.db_table} (kind, actor, object_type, object_id, created_by_id, owner, details)
+SELECT %(kind)s, %(actor)s, %(object_type)s, chat_id || %(separator)s || tool_call_id,
+       created_by_id, owner, jsonb_build_object('question_id', question_id::text)
 FROM expired
 RETURNING id, object_id, created_by_id, owner, details, created_at
 """
@@ -67,7 +67,18 @@ RETURNING id, object_id, created_by_id, owner, details, created_at
 
 def _expire_pauses_in_sql(size: int) -> int:
     with connection.cursor() as cursor:
-        cursor.execute(EXPIRE_PAUSES_SQL, [size, ACTOR])
+        cursor.execute(
+            EXPIRE_PAUSES_SQL,
+            {
+                "pending": PausedRun.Status.PENDING,
+                "expired": PausedRun.Status.EXPIRED,
+                "size": size,
+                "kind": "pause.expired",
+                "actor": ACTOR,
+                "object_type": PausedRun._meta.model_name,
+                "separator": OBJECT_ID_SEPARATOR,
+            },
+        )
         rows = cursor.fetchall()
     if rows and events.listened("pause.expired", PausedRun):
         details = Event._meta.get_field("details")
@@ -77,7 +88,7 @@ def _expire_pauses_in_sql(size: int) -> int:
                     pk=pk,
                     kind="pause.expired",
                     actor=ACTOR,
-                    object_type="pausedrun",
+                    object_type=PausedRun._meta.model_name,
                     object_id=object_id,
                     created_by_id=created_by_id,
                     owner=owner,
