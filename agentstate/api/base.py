@@ -13,8 +13,7 @@ from rest_framework.views import APIView
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import BadInput
 
-from .errors import _first_error as first_error
-from .errors import exception_handler
+from .errors import exception_handler, first_error
 from .pagination import Pagination
 from .parsers import BoundedJSONParser
 from .permissions import IsAuthenticated

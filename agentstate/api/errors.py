@@ -25,14 +25,14 @@ class BodyTooLarge(exceptions.APIException):
         super().__init__(f"The request body is larger than {limit} bytes.")
 
 
-def _first_error(detail, path: str = "") -> tuple[str, str]:
+def first_error(detail, path: str = "") -> tuple[str, str]:
     """The first (field path, message) of a DRF ValidationError's detail."""
     if isinstance(detail, dict):
         key, value = next(iter(detail.items()))
         field = path if key == "non_field_errors" else (f"{path}.{key}" if path else str(key))
-        return _first_error(value, field)
+        return first_error(value, field)
     if isinstance(detail, list) and detail:
-        return _first_error(detail[0], path)
+        return first_error(detail[0], path)
     return path, str(detail)
 
 
@@ -46,14 +46,14 @@ def error_response(status_code: int, detail: str, code: str, field: str | None =
 def drop_broken_connections() -> None:
     """Close connections the database dropped, so the next request opens a new one.
 
-    An error inside ``atomic`` closes a broken connection on the way out;
-    one in autocommit (a single-statement operation) would otherwise keep
-    failing until Django's end-of-request cleanup, which a long-lived
-    connection or a test client may never run. Never inside a transaction.
+    An error inside ``atomic`` closes a broken connection on the way out; in
+    autocommit (the single-statement operations) only Django's end-of-request
+    cleanup would, and a test client or a caller outside a request never runs
+    it. The same check as that cleanup, never inside a transaction.
     """
     for conn in connections.all(initialized_only=True):
-        if conn.connection is not None and not conn.in_atomic_block and not conn.is_usable():
-            conn.close()
+        if not conn.in_atomic_block:
+            conn.close_if_unusable_or_obsolete()
 
 
 def exception_handler(exc, context):
@@ -64,7 +64,7 @@ def exception_handler(exc, context):
     if isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     if isinstance(exc, exceptions.ValidationError):
-        field, message = _first_error(exc.detail)
+        field, message = first_error(exc.detail)
         detail = f"{field}: {message}" if field else message
         return error_response(400, detail, "invalid", field or None)
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):

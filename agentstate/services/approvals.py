@@ -7,9 +7,8 @@ rejected exactly once: it locks the request's row (``SELECT ... FOR UPDATE``
 on PostgreSQL; SQLite's IMMEDIATE transactions serialize writers), checks
 its status and age, writes the matching approval record through
 ``runs.record_decision`` (what ``runs.approve`` / ``runs.reject`` do) and
-keeps who decided, when and why. The
-admin and the REST API both call it, so two reviewers racing get one
-decision and one ``AlreadyDecided``.
+keeps who decided, when and why. The admin and the REST API both call it,
+so two reviewers racing get one decision and one ``AlreadyDecided``.
 
 A pending request older than ``AGENTSTATE["APPROVAL_TTL"]`` by the database
 clock is expired whether or not the sweep (``services.sweep``) has marked it.
