@@ -5,6 +5,11 @@ Four parts, one per reference design: context variables (``Scope``,
 tool-call approvals (``Run``, ``ApprovalRecord``, ``ApprovalCall``,
 ``ApprovalRequest``), and the audit trail (``Event``). Every state change goes
 through ``agentstate.services``; the models only hold state and filters.
+
+A foreign key that leads a unique constraint has no index of its own
+(``db_index=False``): the constraint's index serves its lookups, and a second
+one only costs writes and can lure the planner into scanning every element of
+a long list.
 """
 
 import uuid
@@ -34,6 +39,7 @@ class Scope(models.Model):
         null=True,
         blank=True,
         related_name="agentstate_scopes",
+        db_index=False,
         verbose_name=_("owner"),
     )
     created_at = models.DateTimeField(_("created at"), db_default=Now())
@@ -62,7 +68,11 @@ class Variable(models.Model):
     """
 
     scope = models.ForeignKey(
-        Scope, on_delete=models.CASCADE, related_name="variables", verbose_name=_("scope")
+        Scope,
+        on_delete=models.CASCADE,
+        related_name="variables",
+        verbose_name=_("scope"),
+        db_index=False,
     )
     name = models.CharField(_("name"), max_length=KEY_LENGTH)
     is_list = models.BooleanField(_("is a list"), default=False)
@@ -93,7 +103,9 @@ class Variable(models.Model):
 class Element(models.Model):
     """One element of a list variable, ordered by ``position``."""
 
-    variable = models.ForeignKey(Variable, on_delete=models.CASCADE, related_name="elements")
+    variable = models.ForeignKey(
+        Variable, on_delete=models.CASCADE, related_name="elements", db_index=False
+    )
     position = models.BigIntegerField()
     value = models.JSONField(null=True)
 
@@ -219,7 +231,11 @@ class ApprovalRecord(models.Model):
     """
 
     run = models.ForeignKey(
-        Run, on_delete=models.CASCADE, related_name="approval_records", verbose_name=_("run")
+        Run,
+        on_delete=models.CASCADE,
+        related_name="approval_records",
+        verbose_name=_("run"),
+        db_index=False,
     )
     tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
     approved_always = models.BooleanField(_("approved permanently"), null=True, blank=True)
@@ -253,7 +269,9 @@ class ApprovalCall(models.Model):
         APPROVE = "approve", _("approve")
         REJECT = "reject", _("reject")
 
-    record = models.ForeignKey(ApprovalRecord, on_delete=models.CASCADE, related_name="calls")
+    record = models.ForeignKey(
+        ApprovalRecord, on_delete=models.CASCADE, related_name="calls", db_index=False
+    )
     call_id = models.CharField(_("call id"), max_length=KEY_LENGTH)
     decision = models.CharField(_("decision"), max_length=8, choices=Decision.choices)
     decided_by = models.ForeignKey(
@@ -291,7 +309,11 @@ class ApprovalRequest(models.Model):
         EXPIRED = "expired", _("expired")
 
     run = models.ForeignKey(
-        Run, on_delete=models.CASCADE, related_name="approval_requests", verbose_name=_("run")
+        Run,
+        on_delete=models.CASCADE,
+        related_name="approval_requests",
+        verbose_name=_("run"),
+        db_index=False,
     )
     tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
     call_id = models.CharField(_("call id"), max_length=KEY_LENGTH)
@@ -350,7 +372,7 @@ class Event(models.Model):
     visible to them after the object is gone.
     """
 
-    kind = models.CharField(_("kind"), max_length=64, db_index=True)
+    kind = models.CharField(_("kind"), max_length=64)
     actor = models.CharField(_("actor"), max_length=KEY_LENGTH, blank=True)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -380,6 +402,8 @@ class Event(models.Model):
         ordering = ["-created_at", "-pk"]
         indexes = [
             models.Index(fields=["object_type", "object_id"], name="agentstate_event_object"),
+            # not db_index=True: on PostgreSQL that adds a LIKE index nothing uses
+            models.Index(fields=["kind"], name="agentstate_event_kind"),
         ]
 
     def __str__(self) -> str:
