@@ -3,12 +3,14 @@
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
-from django.db import IntegrityError, OperationalError, connection, transaction
+from django.db.models import DEFERRED
+from django.db import IntegrityError, OperationalError, connection, models, transaction
 
 P = ParamSpec("P")
 R = TypeVar("R")
+M = TypeVar("M", bound=models.Model)
 
 ATTEMPTS = 5
 
@@ -61,3 +63,53 @@ def snapshot() -> Iterator[None]:
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         yield
+
+
+def returned(model: type[M], sql: str, params: list[Any]) -> list[M]:
+    """The ``model`` rows a raw statement returns (``RETURNING *``, say).
+
+    What ``Model.objects.raw`` does, without its per-call planning: each
+    column of the model becomes its field's value through the field's and the
+    backend's converters; any other column becomes an attribute of that name.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        names = [column[0] for column in cursor.description]
+        rows = cursor.fetchall()
+    converters = _converters(model, connection.alias)
+    instances = []
+    for row in rows:
+        values, extras = {}, {}
+        for name, value in zip(names, row, strict=True):
+            if name not in converters:
+                extras[name] = value
+                continue
+            attname, expression, convert = converters[name]
+            for converter in convert:
+                value = converter(value, expression, connection)
+            values[attname] = value
+        instance = model.from_db(
+            connection.alias,
+            list(values),
+            [values.get(f.attname, DEFERRED) for f in model._meta.concrete_fields],
+        )
+        instance.__dict__.update(extras)
+        instances.append(instance)
+    return instances
+
+
+@functools.cache
+def _converters(model: type[models.Model], alias: str) -> dict[str, tuple[str, Any, list]]:
+    """Per column of ``model``: its attname, its expression and its converters."""
+    from django.db import connections
+
+    found = {}
+    for field in model._meta.concrete_fields:
+        expression = field.get_col(model._meta.db_table)
+        convert = connections[alias].ops.get_db_converters(expression)
+        found[field.column] = (
+            field.attname,
+            expression,
+            [*convert, *field.get_db_converters(connections[alias])],
+        )
+    return found

@@ -4,12 +4,15 @@
 the row commits or rolls back with it, and the signals go out on commit.
 """
 
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db import models, transaction
+from django.db import connection, models, transaction
 
 from agentstate import signals
+from agentstate.db import returned
 from agentstate.models import Event
+
+M = TypeVar("M", bound=models.Model)
 
 
 def actor_name(user: Any = None, actor: str | None = None) -> str:
@@ -32,6 +35,27 @@ def _send_on_commit(events: list[Event], sender: type, instance: Any) -> None:
     transaction.on_commit(send)
 
 
+def _fields(
+    kind: str,
+    model: type[models.Model],
+    object_id: str,
+    user: Any,
+    actor: str | None,
+    owner: str,
+    details: dict | None,
+) -> dict[str, Any]:
+    """An event's fields but ``created_by`` (the object's creator) and ``created_at``."""
+    return {
+        "kind": kind,
+        "actor": actor_name(user, actor),
+        "user_id": user.pk if getattr(user, "is_authenticated", False) else None,
+        "object_type": model._meta.model_name,
+        "object_id": object_id,
+        "owner": owner,
+        "details": details or {},
+    }
+
+
 def record(
     kind: str,
     instance: models.Model,
@@ -44,17 +68,65 @@ def record(
 ) -> Event:
     """Append one event about ``instance`` and send its signals after commit."""
     event = Event.objects.create(
-        kind=kind,
-        actor=actor_name(user, actor),
-        user=user if getattr(user, "is_authenticated", False) else None,
-        object_type=instance._meta.model_name,
-        object_id=object_id,
         created_by_id=getattr(instance, "created_by_id", None),
-        owner=owner,
-        details=details or {},
+        **_fields(kind, type(instance), object_id, user, actor, owner, details),
     )
     _send_on_commit([event], type(instance), instance)
     return event
+
+
+def change_and_record(
+    model: type[M],
+    statement: str,
+    params: list[Any],
+    kind: str,
+    *,
+    object_id: str,
+    user: Any = None,
+    actor: str | None = None,
+    owner: str = "",
+    details: dict | None = None,
+    row_details: tuple[str, ...] = (),
+) -> M | None:
+    """``statement`` and its event in one PostgreSQL statement: atomic without a transaction.
+
+    ``statement`` is one INSERT or UPDATE of ``model`` ending in ``RETURNING
+    *``; the event of the row it returns copies that row's ``created_by_id``
+    and adds its ``row_details`` columns to ``details``. Returns the row, or
+    ``None`` (and no event) when the statement changed none; the signals go
+    out on commit, like ``record``'s.
+    """
+    fields = _fields(kind, model, object_id, user, actor, owner, details)
+    field = Event._meta.get_field
+    values = [field(name).get_db_prep_save(value, connection) for name, value in fields.items()]
+    placeholders = ["%s"] * len(values)
+    placeholders[-1] += "".join(f" || jsonb_build_object('{c}', changed.{c})" for c in row_details)
+    creator = "changed.created_by_id" if _has_field(model, "created_by") else "NULL"
+    columns = ", ".join(field(name).column for name in [*fields, "created_by"])
+    rows = returned(
+        model,
+        f"WITH changed AS ({statement}), logged AS (INSERT INTO {Event._meta.db_table}"
+        f" ({columns}) SELECT {', '.join(placeholders)}, {creator} FROM changed"
+        " RETURNING id, created_at, details)"
+        " SELECT changed.*, logged.id AS event_pk, logged.created_at AS event_at,"
+        " logged.details AS event_details FROM changed CROSS JOIN logged",
+        [*params, *values],
+    )
+    instance = next(iter(rows), None)
+    if instance is not None:
+        details = field("details").from_db_value(instance.event_details, None, connection)
+        event = Event(
+            pk=instance.event_pk,
+            created_at=instance.event_at,
+            created_by_id=getattr(instance, "created_by_id", None),
+            **{**fields, "details": details},
+        )
+        _send_on_commit([event], model, instance)
+    return instance
+
+
+def _has_field(model: type[models.Model], name: str) -> bool:
+    return any(f.name == name for f in model._meta.concrete_fields)
 
 
 def record_many(kind: str, model: type[models.Model], rows: list[dict[str, Any]]) -> list[Event]:

@@ -25,7 +25,7 @@ from django.db.models.sql import Query
 
 from agentstate import events
 from agentstate.conf import agentstate_settings
-from agentstate.db import atomic_retry
+from agentstate.db import atomic_retry, returned
 from agentstate.exceptions import (
     AlreadyClaimed,
     AlreadyResolved,
@@ -43,6 +43,7 @@ Status = PausedRun.Status
 
 
 OBJECT_ID_SEPARATOR = "#"
+_NO_EVENT = object()
 
 
 def object_id(chat_id: str, tool_call_id: str) -> str:
@@ -210,7 +211,8 @@ def _written(fields: dict[str, Any], ttl: timedelta, pk: int | None = None) -> P
             f" created_at = {now}, expires_at = {expiry} WHERE id = %s RETURNING *"
         )
         params = [*values.values(), *now_params, *expiry_params, pk]
-    return next(iter(PausedRun.objects.raw(sql, params)))
+    (pause,) = returned(PausedRun, sql, params)
+    return pause
 
 
 def put(
@@ -229,7 +231,6 @@ def put(
     )
 
 
-@atomic_retry
 def claim_pause(
     chat_id: str,
     tool_call_id: str,
@@ -248,6 +249,25 @@ def claim_pause(
     _check_keys(chat_id, tool_call_id)
     check_key(owner, "owner")
     claimer = events.actor_name(user, actor) or owner
+    if connection.vendor == "postgresql":
+        # the claim and its event in one statement: no transaction to open
+        claimed = _claim_if_claimable(
+            chat_id, tool_call_id, owner, question_id, claimer, event_of=user
+        )
+        if claimed is not None:
+            return claimed
+    return _claim_or_refuse(chat_id, tool_call_id, owner, question_id, claimer, user)
+
+
+@atomic_retry
+def _claim_or_refuse(
+    chat_id: str,
+    tool_call_id: str,
+    owner: str,
+    question_id: str | uuid.UUID,
+    claimer: str,
+    user: Any,
+) -> PausedRun:
     pause = _claim_if_claimable(chat_id, tool_call_id, owner, question_id, claimer)
     if pause is None:  # find out why, under the row's lock
         pause = _locked(chat_id, tool_call_id)
@@ -265,23 +285,32 @@ def claim_pause(
         if not claimed:
             raise PauseExpired()
         pause.refresh_from_db(fields=["status", "claimed_at", "claimed_by"])
-    events.record(
-        "pause.claimed",
-        pause,
-        object_id=object_id(chat_id, tool_call_id),
-        user=user,
-        actor=claimer,
-        owner=pause.owner,
-        details={"question_id": str(pause.question_id)},
-    )
+    events.record("pause.claimed", pause, **_claim_event(pause, user, claimer))
     return pause
 
 
+def _claim_event(pause: PausedRun, user: Any, claimer: str) -> dict[str, Any]:
+    return {
+        "object_id": object_id(pause.chat_id, pause.tool_call_id),
+        "user": user,
+        "actor": claimer,
+        "owner": pause.owner,
+        "details": {"question_id": str(pause.question_id)},
+    }
+
+
 def _claim_if_claimable(
-    chat_id: str, tool_call_id: str, owner: str, question_id: str | uuid.UUID, claimer: str
+    chat_id: str,
+    tool_call_id: str,
+    owner: str,
+    question_id: str | uuid.UUID,
+    claimer: str,
+    event_of: Any = _NO_EVENT,
 ) -> PausedRun | None:
     """The common claim in one ``UPDATE ... RETURNING``: the pause claimed, or ``None``
     when it is not the owner's pending, unexpired pause waiting on ``question_id``.
+    Given ``event_of`` (the claiming user, or ``None``), PostgreSQL only: the
+    statement also writes the claim's event.
 
     Concurrent claimers queue on the row's lock; the first changes the status,
     so under READ COMMITTED (or SQLite's serialized writers) the others' WHERE
@@ -293,23 +322,34 @@ def _claim_if_claimable(
         return None
     now, now_params = _sql(Now())
     field = PausedRun._meta.get_field
-    claimed = PausedRun.objects.raw(
+    statement = (
         f"UPDATE {PausedRun._meta.db_table} SET status = %s, claimed_at = {now}, claimed_by = %s"
         " WHERE chat_id = %s AND tool_call_id = %s AND owner = %s AND question_id = %s"
-        f" AND status = %s AND expires_at > {now} RETURNING *",
-        [
-            Status.CLAIMED,
-            *now_params,
-            claimer,
-            chat_id,
-            tool_call_id,
-            owner,
-            field("question_id").get_db_prep_value(question, connection),
-            Status.PENDING,
-            *now_params,
-        ],
+        f" AND status = %s AND expires_at > {now} RETURNING *"
     )
-    return next(iter(claimed), None)
+    params = [
+        Status.CLAIMED,
+        *now_params,
+        claimer,
+        chat_id,
+        tool_call_id,
+        owner,
+        field("question_id").get_db_prep_value(question, connection),
+        Status.PENDING,
+        *now_params,
+    ]
+    if event_of is _NO_EVENT:
+        return next(iter(returned(PausedRun, statement, params)), None)
+    expected = PausedRun(
+        chat_id=chat_id, tool_call_id=tool_call_id, owner=owner, question_id=question
+    )
+    return events.change_and_record(
+        PausedRun,
+        statement,
+        params,
+        "pause.claimed",
+        **_claim_event(expected, event_of, claimer),
+    )
 
 
 def claim(
