@@ -26,6 +26,12 @@ KEY_LENGTH = 255
 RUN_ID_LENGTH = 128
 
 
+def where_set(field: str, name: str) -> models.Index:
+    """An index of a nullable user key over the rows that have one: what deleting a
+    user looks up, and no entry for the many rows written without a user."""
+    return models.Index(fields=[field], condition=Q(**{f"{field}__isnull": False}), name=name)
+
+
 class Scope(models.Model):
     """A named state space (a project directory, a conversation, a tenant).
 
@@ -88,8 +94,12 @@ class Variable(models.Model):
         verbose_name_plural = _("variables")
         ordering = ["name"]
         constraints = [
-            models.UniqueConstraint(fields=["scope", "name"], name="agentstate_variable_scope_name"),
-            models.CheckConstraint(condition=Q(tail__gte=models.F("head")), name="agentstate_variable_bounds"),
+            models.UniqueConstraint(
+                fields=["scope", "name"], name="agentstate_variable_scope_name"
+            ),
+            models.CheckConstraint(
+                condition=Q(tail__gte=models.F("head")), name="agentstate_variable_bounds"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -141,6 +151,7 @@ class PausedRun(models.Model):
         blank=True,
         related_name="+",
         verbose_name=_("created by"),
+        db_index=False,
     )
     question_id = models.UUIDField(_("question id"), default=uuid.uuid4)
     status = models.CharField(
@@ -169,9 +180,24 @@ class PausedRun(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["status", "expires_at"], name="agentstate_pause_sweep"),
-            models.Index(fields=["status", "resolved_at"], name="agentstate_pause_retention"),
+            # Partial, so that a claim (pending to claimed) adds no entry to them.
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(status="pending"),
+                name="agentstate_pause_sweep",
+            ),
+            models.Index(
+                fields=["resolved_at"],
+                condition=Q(status="resolved"),
+                name="agentstate_pause_retention",
+            ),
+            models.Index(
+                fields=["expires_at"],
+                condition=Q(status="expired"),
+                name="agentstate_pause_expired",
+            ),
             models.Index(fields=["owner", "status"], name="agentstate_pause_owner"),
+            where_set("created_by", "agentstate_pause_created_by"),
         ]
 
     def __str__(self) -> str:
@@ -294,7 +320,8 @@ class ApprovalCall(models.Model):
                 fields=["record", "decision", "call_id"], name="agentstate_call_unique"
             ),
             models.CheckConstraint(
-                condition=Q(decision__in=["approve", "reject"]), name="agentstate_call_decision_valid"
+                condition=Q(decision__in=["approve", "reject"]),
+                name="agentstate_call_decision_valid",
             ),
         ]
 
@@ -381,6 +408,7 @@ class Event(models.Model):
         blank=True,
         related_name="+",
         verbose_name=_("user"),
+        db_index=False,
     )
     object_type = models.CharField(_("object type"), max_length=32)
     object_id = models.CharField(_("object id"), max_length=2 * KEY_LENGTH + 1)
@@ -391,6 +419,7 @@ class Event(models.Model):
         blank=True,
         related_name="+",
         verbose_name=_("object created by"),
+        db_index=False,
     )
     owner = models.CharField(_("object owner"), max_length=KEY_LENGTH, blank=True)
     details = models.JSONField(_("details"), default=dict, blank=True)
@@ -404,6 +433,8 @@ class Event(models.Model):
             models.Index(fields=["object_type", "object_id"], name="agentstate_event_object"),
             # not db_index=True: on PostgreSQL that adds a LIKE index nothing uses
             models.Index(fields=["kind"], name="agentstate_event_kind"),
+            where_set("user", "agentstate_event_user"),
+            where_set("created_by", "agentstate_event_created_by"),
         ]
 
     def __str__(self) -> str:
