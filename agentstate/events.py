@@ -92,7 +92,7 @@ def change_and_record(
 
     ``statement`` is one INSERT or UPDATE of ``model`` ending in ``RETURNING
     *``; the event of the row it returns copies that row's ``created_by_id``
-    and adds its ``row_details`` columns to ``details``. Returns the row, or
+    and adds its ``row_details`` columns to ``details`` (those not null). Returns the row, or
     ``None`` (and no event) when the statement changed none; the signals go
     out on commit, like ``record``'s.
     """
@@ -100,7 +100,9 @@ def change_and_record(
     field = Event._meta.get_field
     values = [field(name).get_db_prep_save(value, connection) for name, value in fields.items()]
     placeholders = ["%s"] * len(values)
-    placeholders[-1] += "".join(f" || jsonb_build_object('{c}', changed.{c})" for c in row_details)
+    if row_details:
+        pairs = ", ".join(f"'{c}', changed.{c}" for c in row_details)
+        placeholders[-1] += f" || jsonb_strip_nulls(jsonb_build_object({pairs}))"
     creator = "changed.created_by_id" if _has_field(model, "created_by") else "NULL"
     columns = ", ".join(field(name).column for name in [*fields, "created_by"])
     rows = returned(

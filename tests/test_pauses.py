@@ -42,7 +42,11 @@ def test_put_keeps_a_pending_pause_and_returns_its_question_id():
     question = pauses.put("chat", "call", "alice", {"step": 3, "args": [1, None]})
     pause = PausedRun.objects.get()
     assert str(pause.question_id) == question and uuid.UUID(question).version == 4
-    assert (pause.status, pause.owner, pause.payload) == ("pending", "alice", {"step": 3, "args": [1, None]})
+    assert (pause.status, pause.owner, pause.payload) == (
+        "pending",
+        "alice",
+        {"step": 3, "args": [1, None]},
+    )
     assert pause.claimed_at is None and pause.resolved_at is None and pause.claimed_by == ""
     assert kinds() == ["pause.created"]
 
@@ -70,7 +74,13 @@ def test_put_refuses_a_ttl_that_is_not_a_positive_duration(ttl):
 
 
 @pytest.mark.parametrize(
-    "args", [("", "call", "alice"), ("chat", "x" * 256, "alice"), ("chat", "call", ""), ("c\x00", "call", "a")]
+    "args",
+    [
+        ("", "call", "alice"),
+        ("chat", "x" * 256, "alice"),
+        ("chat", "call", ""),
+        ("c\x00", "call", "a"),
+    ],
 )
 def test_put_refuses_bad_keys_and_stores_nothing(args):
     with pytest.raises(BadInput):
@@ -125,7 +135,10 @@ def test_claim_returns_the_payload_once_and_records_who_and_when():
 
 def test_claim_accepts_the_question_as_a_uuid_in_any_spelling():
     question = pauses.put("chat", "call", "alice", None)
-    assert pauses.claim_pause("chat", "call", "alice", uuid.UUID(question).hex.upper()).status == "claimed"
+    assert (
+        pauses.claim_pause("chat", "call", "alice", uuid.UUID(question).hex.upper()).status
+        == "claimed"
+    )
 
 
 def test_claim_of_a_missing_pause_is_not_found():
@@ -255,5 +268,37 @@ def test_with_current_status_reads_an_overdue_pending_pause_as_expired():
     pauses.put("chat", "a", "alice", None)
     pauses.put("chat", "b", "alice", None)
     overdue("chat", "b")
-    current = dict(pauses.with_current_status(PausedRun.objects.all()).values_list("tool_call_id", "current_status"))
+    current = dict(
+        pauses.with_current_status(PausedRun.objects.all()).values_list(
+            "tool_call_id", "current_status"
+        )
+    )
     assert current == {"a": "pending", "b": "expired"}
+
+
+def test_the_events_of_put_and_claim_say_what_was_written_and_what_the_signal_carries(
+    django_capture_on_commit_callbacks,
+):
+    from agentstate import signals
+
+    sent = []
+
+    def receiver(sender, event, **kwargs):
+        sent.append(event)
+
+    signals.event_recorded.connect(receiver)
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            question = pauses.put("chat", "call", "alice", {"v": 1}, ttl=60, actor="agent")
+            pauses.claim("chat", "call", "alice", question)
+    finally:
+        signals.event_recorded.disconnect(receiver)
+    pause = PausedRun.objects.get()
+    created, claimed = Event.objects.order_by("pk")
+    assert created.details == {"question_id": question, "expires_at": pause.expires_at.isoformat()}
+    assert (created.actor, created.owner, created.object_id) == ("agent", "alice", "chat#call")
+    assert claimed.details == {"question_id": question}
+    assert (claimed.actor, claimed.owner) == ("alice", "alice")
+    assert [(e.pk, e.kind, e.details, e.created_at) for e in sent] == [
+        (e.pk, e.kind, e.details, e.created_at) for e in (created, claimed)
+    ]

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_fifty_threads_claiming_one_pause_exactly_one_wins(concurrently):
     question = pauses.put("chat", "call", "alice", {"resume": True})
 
-    results = concurrently(50, lambda i: pauses.claim("chat", "call", "alice", question, actor=f"worker-{i}"))
+    results = concurrently(
+        50, lambda i: pauses.claim("chat", "call", "alice", question, actor=f"worker-{i}")
+    )
 
     winners = [r for r in results if r == {"resume": True}]
     refusals = [r for r in results if isinstance(r, AlreadyClaimed)]
@@ -34,7 +36,8 @@ def test_fifty_threads_re_pausing_one_call_leave_one_pending_pause(concurrently)
     assert all(isinstance(q, str) for q in questions), questions
     pause = PausedRun.objects.get()
     assert pause.status == "pending" and str(pause.question_id) in questions
-    assert Event.objects.filter(kind="pause.created").count() == 50
+    replaced = [e.details.get("replaced") for e in Event.objects.filter(kind="pause.created")]
+    assert sorted(replaced, key=str) == [None] + ["pending"] * 49
 
 
 def test_claim_racing_the_sweeper_is_claimed_or_expired_never_both(concurrently):
@@ -46,7 +49,9 @@ def test_claim_racing_the_sweeper_is_claimed_or_expired_never_both(concurrently)
         question = pauses.put("chat", call, "alice", round_, ttl=3600)
         # Due now, a little before, or a little after: both orders happen.
         offset = rng.choice([-0.05, -0.005, 0, 0.005, 0.02, 60])
-        PausedRun.objects.filter(tool_call_id=call).update(expires_at=Now() + timedelta(seconds=offset))
+        PausedRun.objects.filter(tool_call_id=call).update(
+            expires_at=Now() + timedelta(seconds=offset)
+        )
 
         def race(i: int, call: str = call, question: str = question):
             if i == 0:
@@ -58,7 +63,9 @@ def test_claim_racing_the_sweeper_is_claimed_or_expired_never_both(concurrently)
         assert not isinstance(sweep_result, BaseException), sweep_result
         sweep()  # whatever is still due is swept now
         pause = PausedRun.objects.get(tool_call_id=call)
-        expired_events = Event.objects.filter(kind="pause.expired", object_id=f"chat#{call}").count()
+        expired_events = Event.objects.filter(
+            kind="pause.expired", object_id=f"chat#{call}"
+        ).count()
         if isinstance(claim_result, BaseException):
             assert isinstance(claim_result, PauseExpired), claim_result
             assert (pause.status, pause.claimed_at, expired_events) == ("expired", None, 1)

@@ -119,7 +119,6 @@ def in_status(status: str) -> Q:
     return Q(status=status)
 
 
-@atomic_retry
 def put_pause(
     chat_id: str,
     tool_call_id: str,
@@ -143,6 +142,8 @@ def put_pause(
     check_json(payload, "payload")
     ttl = _ttl(ttl)
     fields = {
+        "chat_id": chat_id,
+        "tool_call_id": tool_call_id,
         "owner": owner,
         "created_by_id": user.pk if getattr(user, "is_authenticated", False) else None,
         "question_id": uuid.uuid4(),
@@ -152,6 +153,54 @@ def put_pause(
         "claimed_by": "",
         "resolved_at": None,
     }
+    event = {
+        "object_id": object_id(chat_id, tool_call_id),
+        "user": user,
+        "actor": actor,
+        "owner": owner,
+        "details": {"question_id": str(fields["question_id"])},
+    }
+    if among is None and connection.vendor == "postgresql":
+        pause = _put_in_one_statement(fields, ttl, event)
+        if pause is not None:
+            return pause
+    return _put_locked(fields, ttl, event, among)
+
+
+def _put_in_one_statement(
+    fields: dict[str, Any], ttl: timedelta, event: dict[str, Any]
+) -> PausedRun | None:
+    """The put, its event included, as one PostgreSQL statement; ``None`` when a
+    concurrent first put of the same call made the row meanwhile (nothing written).
+
+    An upsert whose ``earlier`` lock (``SELECT ... FOR UPDATE``: the row's status
+    as it is, not as the statement's snapshot saw it) names the status replaced.
+    """
+    columns, values, params = _row_values(fields, ttl)
+    table = PausedRun._meta.db_table
+    keys = ("chat_id", "tool_call_id")
+    statement = (
+        f"WITH earlier AS (SELECT status FROM {table} WHERE chat_id = %s AND tool_call_id = %s"
+        f" FOR UPDATE) INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(values)})"
+        f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET"
+        f" {', '.join(f'{c} = excluded.{c}' for c in columns if c not in keys)}"
+        " WHERE EXISTS (SELECT FROM earlier) RETURNING *, (SELECT status FROM earlier) AS replaced"
+    )
+    return events.change_and_record(
+        PausedRun,
+        statement,
+        [fields["chat_id"], fields["tool_call_id"], *params],
+        "pause.created",
+        row_details=("expires_at", "replaced"),
+        **event,
+    )
+
+
+@atomic_retry
+def _put_locked(
+    fields: dict[str, Any], ttl: timedelta, event: dict[str, Any], among: QuerySet | None
+) -> PausedRun:
+    chat_id, tool_call_id = fields["chat_id"], fields["tool_call_id"]
     earlier = (
         PausedRun.objects.select_for_update()
         .filter(chat_id=chat_id, tool_call_id=tool_call_id)
@@ -161,24 +210,16 @@ def put_pause(
     if earlier is None:
         # A concurrent first put meets the unique constraint; atomic_retry
         # runs this again, which then finds and locks the winner's row.
-        pause = _written({"chat_id": chat_id, "tool_call_id": tool_call_id, **fields}, ttl)
+        pause = _written(fields, ttl)
     else:
         pk = earlier[0]
         if among is not None and not among.filter(pk=pk).exists():
             raise PauseNotFound(f"No pause for chat {chat_id!r}, tool call {tool_call_id!r}.")
         pause = _written(fields, ttl, pk)
-    details = {"question_id": str(pause.question_id), "expires_at": pause.expires_at.isoformat()}
+    details = {**event["details"], "expires_at": pause.expires_at.isoformat()}
     if earlier is not None:
         details["replaced"] = earlier[1]
-    events.record(
-        "pause.created",
-        pause,
-        object_id=object_id(chat_id, tool_call_id),
-        user=user,
-        actor=actor,
-        owner=owner,
-        details=details,
-    )
+    events.record("pause.created", pause, **{**event, "details": details})
     return pause
 
 
@@ -188,29 +229,29 @@ def _sql(expression: Any) -> tuple[str, list[Any]]:
     return query.get_compiler(connection=connection).compile(expression.resolve_expression(query))
 
 
-def _written(fields: dict[str, Any], ttl: timedelta, pk: int | None = None) -> PausedRun:
-    """Insert a pause (``pk`` None) or overwrite pause ``pk`` with ``fields``, created now
-    and expiring ``ttl`` from now by the database clock: one statement returning the row."""
+def _row_values(fields: dict[str, Any], ttl: timedelta) -> tuple[list[str], list[str], list[Any]]:
+    """The columns of a pause written with ``fields``, created now and expiring ``ttl``
+    from now by the database clock: the column names, their SQL values, the params."""
     field = PausedRun._meta.get_field
-    values = {
-        field(name).column: field(name).get_db_prep_save(value, connection)
-        for name, value in fields.items()
-    }
     now, now_params = _sql(Now())
     expiry, expiry_params = _sql(_expiry(ttl))
+    columns = [*(field(name).column for name in fields), "created_at", "expires_at"]
+    values = ["%s"] * len(fields) + [now, expiry]
+    params = [field(n).get_db_prep_save(v, connection) for n, v in fields.items()]
+    return columns, values, [*params, *now_params, *expiry_params]
+
+
+def _written(fields: dict[str, Any], ttl: timedelta, pk: int | None = None) -> PausedRun:
+    """Insert a pause (``pk`` None) or overwrite pause ``pk`` with ``fields`` (see
+    ``_row_values``): one statement returning the row."""
+    columns, values, params = _row_values(fields, ttl)
     table = PausedRun._meta.db_table
     if pk is None:
-        sql = (
-            f"INSERT INTO {table} ({', '.join(values)}, created_at, expires_at)"
-            f" VALUES ({', '.join(['%s'] * len(values))}, {now}, {expiry}) RETURNING *"
-        )
-        params = [*values.values(), *now_params, *expiry_params]
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(values)}) RETURNING *"
     else:
-        sql = (
-            f"UPDATE {table} SET {', '.join(f'{column} = %s' for column in values)},"
-            f" created_at = {now}, expires_at = {expiry} WHERE id = %s RETURNING *"
-        )
-        params = [*values.values(), *now_params, *expiry_params, pk]
+        assignments = ", ".join(f"{c} = {v}" for c, v in zip(columns, values, strict=True))
+        sql = f"UPDATE {table} SET {assignments} WHERE id = %s RETURNING *"
+        params = [*params, pk]
     (pause,) = returned(PausedRun, sql, params)
     return pause
 
