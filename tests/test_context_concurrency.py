@@ -6,9 +6,12 @@ PostgreSQL and on the SQLite file. Any exception a worker meets (a
 the test.
 """
 
+import threading
+import time
 from collections import Counter
 
 import pytest
+from django.db import connection, transaction
 
 from agentstate.exceptions import VariableNotFound
 from agentstate.models import Element, Variable
@@ -128,3 +131,59 @@ def test_concurrent_creation_with_if_version_0_lets_exactly_one_win(concurrently
     results = no_errors(concurrently(WORKERS, work))
     assert results.count("won") == 1
     assert Variable.objects.get(name="once").version == 1
+
+
+@pytest.mark.parametrize("mode, taken, left", [("LIFO", 4, [1, 2, 3]), ("FIFO", 1, [2, 3, 4])])
+def test_a_pop_that_waited_for_a_push_sees_the_pushed_element(mode, taken, left):
+    """The pop queues on the row lock a push holds; the push commits; the pop then
+    takes from the list as the push left it, the pushed element included."""
+    for value in (1, 2, 3):
+        context.push("s", "list", value)
+    pushed, release, popped = threading.Event(), threading.Event(), []
+
+    def push_and_hold() -> None:
+        try:
+            with transaction.atomic():
+                context.push("s", "list", 4)
+                pushed.set()
+                assert release.wait(30)
+        finally:
+            connection.close()
+
+    def pop() -> None:
+        try:
+            popped.append(context.pop("s", "list", mode))
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            popped.append(error)
+        finally:
+            connection.close()
+
+    pusher = threading.Thread(target=push_and_hold)
+    pusher.start()
+    assert pushed.wait(30)
+    popper = threading.Thread(target=pop)
+    popper.start()
+    wait_until_a_connection_waits_for_a_lock()
+    release.set()
+    pusher.join(30)
+    popper.join(30)
+    assert popped == [taken]
+    assert context.get("s", ["list"]) == {"list": left}
+    variable = Variable.objects.get(name="list")
+    assert (variable.length, variable.version) == (3, 5)
+
+
+def wait_until_a_connection_waits_for_a_lock() -> None:
+    """PostgreSQL: until pg_locks shows a lock not granted; SQLite, whose writers
+    wait in BEGIN IMMEDIATE and show no such thing: a moment."""
+    if connection.vendor != "postgresql":
+        time.sleep(0.3)
+        return
+    deadline = time.monotonic() + 30
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.01)
+    raise AssertionError("no connection waited for a lock")

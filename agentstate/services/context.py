@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import IntegrityError, OperationalError, connection
+from django.db import DataError, IntegrityError, OperationalError, connection
 from django.utils import timezone
 
 from agentstate.db import atomic_retry, snapshot
@@ -363,11 +363,16 @@ def _append_in_one_statement(
     return PushResult(scope, name, tail - head, version)
 
 
+def _pop_moves(mode: str) -> tuple[str, str]:
+    """How a pop moves the bounds, and where the element it takes was."""
+    if mode == "LIFO":
+        return "tail = tail - 1", "tail AS position"
+    return "head = head + 1", "head - 1 AS position"
+
+
 def _take_from_long_list(scope: str, name: str, mode: str, owner: Owner, actor: str) -> Any:
     """Pop from a list of three or more elements; ``_MISSED`` otherwise."""
-    moves, position = (
-        ("tail = tail - 1", "tail") if mode == "LIFO" else ("head = head + 1", "head - 1")
-    )
+    moves, position = _pop_moves(mode)
     with connection.cursor() as cursor:
         cursor.execute(
             _variable_update(moves, f"id, {position}", owner),
@@ -384,13 +389,39 @@ def _take_from_long_list(scope: str, name: str, mode: str, owner: Owner, actor: 
     return _ELEMENT_VALUE.from_db_value(value, None, connection)
 
 
+# The DELETE of a one-statement pop sees the statement's snapshot: an element
+# that a push committed while the UPDATE waited for the row lock is not in it.
+# The statement then divides by the number of elements it deleted, zero, and
+# the error undoes it whole; the transactional path takes over.
+_DIVISION_BY_ZERO = "22012"
+
+
+def _take_in_one_statement(scope: str, name: str, mode: str, owner: Owner, actor: str) -> Any:
+    """``_take_from_long_list`` as one PostgreSQL statement in autocommit."""
+    moves, position = _pop_moves(mode)
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH v AS ({_variable_update(moves, f'id, {position}', owner)}),"
+                f" d AS (DELETE FROM {Element._meta.db_table} e USING v"
+                " WHERE e.variable_id = v.id AND e.position = v.position RETURNING e.value)"
+                " SELECT (SELECT value FROM d), 1 / (SELECT count(*) FROM d) FROM v",
+                _update_params(actor, name, 3, scope, owner),
+            )
+            row = cursor.fetchone()
+    except DataError as error:
+        if getattr(error.__cause__, "sqlstate", None) != _DIVISION_BY_ZERO:
+            raise
+        return _MISSED
+    return _MISSED if row is None else _ELEMENT_VALUE.from_db_value(row[0], None, connection)
+
+
 def _check_mode(mode: Any) -> str:
     if not isinstance(mode, str) or mode.upper() not in MODES:
         raise BadInput("mode must be 'LIFO' or 'FIFO'.", field="mode")
     return mode.upper()
 
 
-@atomic_retry
 def pop(scope: str, name: str, mode: str = "LIFO", *, owner: Owner = None, actor: str = "") -> Any:
     """Remove and return a string, or a list's last (LIFO) or first (FIFO) element.
 
@@ -399,6 +430,15 @@ def pop(scope: str, name: str, mode: str = "LIFO", *, owner: Owner = None, actor
     """
     _check_args(scope, name)
     mode = _check_mode(mode)
+    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+        taken = _take_in_one_statement(scope, name, mode, owner, actor)
+        if taken is not _MISSED:
+            return taken
+    return _pop(scope, name, mode, owner, actor)
+
+
+@atomic_retry
+def _pop(scope: str, name: str, mode: str, owner: Owner, actor: str) -> Any:
     taken = _take_from_long_list(scope, name, mode, owner, actor)
     if taken is not _MISSED:
         return taken
