@@ -65,23 +65,31 @@ def snapshot() -> Iterator[None]:
         yield
 
 
-def returned(model: type[M], sql: str, params: list[Any]) -> list[M]:
+def returned(
+    model: type[M], sql: str, params: list[Any], extra: models.Field | None = None
+) -> list[M]:
     """The ``model`` rows a raw statement returns (``RETURNING *``, say).
 
     What ``Model.objects.raw`` does, without its per-call planning: each
     column of the model becomes its field's value through the field's and the
-    backend's converters; any other column becomes an attribute of that name.
+    backend's converters; any other column becomes an attribute of that name,
+    converted as ``extra``'s values are when given.
     """
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         names = [column[0] for column in cursor.description]
         rows = cursor.fetchall()
     converters = _converters(model, connection.alias)
+    extra_expression, extra_convert = (
+        (None, ()) if extra is None else _field_converters(extra, connection.alias)
+    )
     instances = []
     for row in rows:
         values, extras = {}, {}
         for name, value in zip(names, row, strict=True):
             if name not in converters:
+                for converter in extra_convert:
+                    value = converter(value, extra_expression, connection)
                 extras[name] = value
                 continue
             attname, expression, convert = converters[name]
@@ -101,15 +109,17 @@ def returned(model: type[M], sql: str, params: list[Any]) -> list[M]:
 @functools.cache
 def _converters(model: type[models.Model], alias: str) -> dict[str, tuple[str, Any, list]]:
     """Per column of ``model``: its attname, its expression and its converters."""
+    return {
+        field.column: (field.attname, *_field_converters(field, alias))
+        for field in model._meta.concrete_fields
+    }
+
+
+@functools.cache
+def _field_converters(field: models.Field, alias: str) -> tuple[Any, list]:
+    """A field's column expression and the converters its database values go through."""
     from django.db import connections
 
-    found = {}
-    for field in model._meta.concrete_fields:
-        expression = field.get_col(model._meta.db_table)
-        convert = connections[alias].ops.get_db_converters(expression)
-        found[field.column] = (
-            field.attname,
-            expression,
-            [*convert, *field.get_db_converters(connections[alias])],
-        )
-    return found
+    expression = field.get_col(field.model._meta.db_table)
+    backend = connections[alias].ops.get_db_converters(expression)
+    return expression, [*backend, *field.get_db_converters(connections[alias])]

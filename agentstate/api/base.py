@@ -3,10 +3,12 @@ permissions and schema, so the API behaves the same in any site. Only
 authentication comes from the site's DRF settings.
 """
 
+import functools
 import io
 
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
+from rest_framework import serializers
 from rest_framework.serializers import ListField
 from rest_framework.views import APIView
 
@@ -73,7 +75,9 @@ class AgentStateAPIView(APIView):
         return super().get_authenticate_header(request) or 'Session realm="api"'
 
     def validated(self, serializer_class, data, **kwargs):
-        serializer = serializer_class(data=data, context={"request": self.request, "view": self}, **kwargs)
+        serializer = serializer_class(
+            data=data, context={"request": self.request, "view": self}, **kwargs
+        )
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
@@ -84,17 +88,13 @@ class AgentStateAPIView(APIView):
         the values silently could, say, delete another variable than meant.
         """
         params = self.request.query_params
-        fields = serializer_class().fields
+        lists = _list_fields(serializer_class)
         for name in params:
-            if len(params.getlist(name)) > 1 and not isinstance(fields.get(name), ListField):
+            if len(params.getlist(name)) > 1 and name not in lists:
                 raise BadInput(f"{name}: give this query parameter only once.", field=name)
         data = {
-            name: params.getlist(name) if isinstance(field, ListField) else params.get(name)
-            for name, field in fields.items()
-            if name in params
+            name: params.getlist(name) if name in lists else params.get(name) for name in params
         }
-        for name in params:
-            data.setdefault(name, params.get(name))
         try:
             return self.validated(serializer_class, data)
         except ValidationError as error:
@@ -102,7 +102,7 @@ class AgentStateAPIView(APIView):
             # (``name``), not by its position in the list (``name.1``).
             path, message = first_error(error.detail)
             name = path.split(".")[0]
-            if name != path and isinstance(fields.get(name), ListField):
+            if name != path and name in lists:
                 raise BadInput(f"{name}: {message}", field=name) from None
             raise
 
@@ -111,3 +111,9 @@ class AgentStateAPIView(APIView):
         page = paginator.paginate_queryset(queryset, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 
+
+@functools.cache
+def _list_fields(serializer_class: type[serializers.Serializer]) -> frozenset[str]:
+    """The names of a query serializer's ``ListField`` entries (repeatable parameters)."""
+    fields = serializer_class().fields
+    return frozenset(name for name, field in fields.items() if isinstance(field, ListField))

@@ -1,0 +1,58 @@
+"""agentstate's TokenAuthentication answers as DRF's does, from one fixed statement."""
+
+import pytest
+from rest_framework import authentication
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from agentstate.api.authentication import TokenAuthentication
+
+pytestmark = pytest.mark.django_db
+
+
+def by_token(key: str) -> APIClient:
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    return api
+
+
+def test_the_demo_site_uses_it(settings):
+    assert settings.REST_FRAMEWORK["DEFAULT_AUTHENTICATION_CLASSES"][0] == (
+        "agentstate.api.authentication.TokenAuthentication"
+    )
+
+
+def test_a_valid_token_authenticates_its_user_with_the_token(alice):
+    token = Token.objects.create(user=alice)
+    user, auth = TokenAuthentication().authenticate_credentials(token.key)
+    assert (user.pk, user.username, user.is_active) == (alice.pk, "alice", True)
+    assert user.password == alice.password and not hasattr(user, "agentstate_token_created")
+    assert (auth.key, auth.user_id, auth.created) == (token.key, alice.pk, token.created)
+    assert by_token(token.key).get("/api/context/?scope=nothing").status_code == 404
+
+
+@pytest.mark.parametrize("case", ["unknown", "deleted", "inactive"])
+def test_refusals_match_drf_and_take_effect_at_once(alice, case):
+    token = Token.objects.create(user=alice)
+    api = by_token(token.key)
+    assert api.get("/api/context/?scope=nothing").status_code == 404
+    key = token.key
+    if case == "unknown":
+        key = "0" * 40
+    elif case == "deleted":
+        token.delete()
+    else:
+        alice.is_active = False
+        alice.save()
+    ours, drf = [], []
+    for auth, errors in (
+        (TokenAuthentication(), ours),
+        (authentication.TokenAuthentication(), drf),
+    ):
+        try:
+            auth.authenticate_credentials(key)
+        except Exception as error:  # noqa: BLE001 - compared below
+            errors.append((type(error), str(error.detail)))
+    assert ours == drf and len(ours) == 1
+    response = by_token(key).get("/api/context/?scope=nothing")
+    assert response.status_code == 401 and response.json()["code"] == "not_authenticated"
