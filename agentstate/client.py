@@ -206,17 +206,41 @@ class Unreachable(ServiceUnavailable, ConnectionError):
 _BY_CODE: dict[str, type[APIError]] = {
     cls.code: cls
     for cls in (
-        InvalidInput, NotAuthenticated, PermissionDenied, NotFound, ScopeNotFound,
-        VariableNotFound, PauseNotFound, RunNotFound, ApprovalRequestNotFound, Conflict,
-        TypeConflict, VersionMismatch, AlreadyClaimed, AlreadyResolved, QuestionSuperseded,
-        NotClaimed, NotPending, RunExists, AlreadyDecided, Expired, BodyTooLarge,
+        InvalidInput,
+        NotAuthenticated,
+        PermissionDenied,
+        NotFound,
+        ScopeNotFound,
+        VariableNotFound,
+        PauseNotFound,
+        RunNotFound,
+        ApprovalRequestNotFound,
+        Conflict,
+        TypeConflict,
+        VersionMismatch,
+        AlreadyClaimed,
+        AlreadyResolved,
+        QuestionSuperseded,
+        NotClaimed,
+        NotPending,
+        RunExists,
+        AlreadyDecided,
+        Expired,
+        BodyTooLarge,
         ServiceUnavailable,
     )
 }
 _BY_CODE["parse_error"] = InvalidInput
 _BY_STATUS: dict[int, type[APIError]] = {
-    400: InvalidInput, 401: NotAuthenticated, 403: PermissionDenied, 404: NotFound,
-    409: Conflict, 410: Expired, 412: VersionMismatch, 413: BodyTooLarge, 503: ServiceUnavailable,
+    400: InvalidInput,
+    401: NotAuthenticated,
+    403: PermissionDenied,
+    404: NotFound,
+    409: Conflict,
+    410: Expired,
+    412: VersionMismatch,
+    413: BodyTooLarge,
+    503: ServiceUnavailable,
 }
 
 E = TypeVar("E", bound=APIError)
@@ -468,7 +492,9 @@ class AgentStateClient:
 
     def delete(self, scope: str, name: str, *, owner: str | None = None) -> None:
         params = {"scope": scope, "name": name, "owner": owner}
-        self._request("DELETE", "context/", params=params, idempotent=False, not_found=ScopeNotFound)
+        self._request(
+            "DELETE", "context/", params=params, idempotent=False, not_found=ScopeNotFound
+        )
 
     def push(self, scope: str, name: str, value: Any, *, owner: str | None = None) -> PushResult:
         """Append ``value`` (absent: ``[value]``; a string ``s``: ``[s, value]``); never retried."""
@@ -501,14 +527,18 @@ class AgentStateClient:
         params = {"scope": scope, "owner": owner}
         self._request("DELETE", "scopes/", params=params, idempotent=False, not_found=ScopeNotFound)
 
-    def get_state(self, scope: str, key: str, default: Any = None, *, owner: str | None = None) -> Any:
+    def get_state(
+        self, scope: str, key: str, default: Any = None, *, owner: str | None = None
+    ) -> Any:
         """The value, or ``default`` when absent, the scope unknown or the server unreachable."""
         try:
             values = self.get(scope, [key], owner=owner)
         except domain.ScopeNotFound:
             return default
         except Exception:
-            logger.warning("get_state(%r, %r) failed; returning the default", scope, key, exc_info=True)
+            logger.warning(
+                "get_state(%r, %r) failed; returning the default", scope, key, exc_info=True
+            )
             return default
         # REST answers null for an absent name, so a stored null reads as absent here.
         value = values.get(key)
@@ -546,8 +576,11 @@ class AgentStateClient:
         page_size: int | None = None,
     ) -> list[Pause]:
         params = {
-            "status": status, "owner": owner, "chat_id": chat_id,
-            "tool_call_id": tool_call_id, "page_size": page_size,
+            "status": status,
+            "owner": owner,
+            "chat_id": chat_id,
+            "tool_call_id": tool_call_id,
+            "page_size": page_size,
         }
         return list(self._pages("pauses/", params))
 
@@ -555,7 +588,9 @@ class AgentStateClient:
         self, chat_id: str, tool_call_id: str, question_id: str, *, owner: str | None = None
     ) -> Pause:
         """Claim a pending pause exactly once; its payload is in the result. Never retried."""
-        body = _body(chat_id=chat_id, tool_call_id=tool_call_id, question_id=question_id, owner=owner)
+        body = _body(
+            chat_id=chat_id, tool_call_id=tool_call_id, question_id=question_id, owner=owner
+        )
         return self._pause_call("claim/", body)
 
     def resolve(self, chat_id: str, tool_call_id: str) -> Pause:
@@ -563,14 +598,22 @@ class AgentStateClient:
 
     def cancel(self, chat_id: str, tool_call_id: str) -> None:
         self._request(
-            "POST", "pauses/cancel/", json={"chat_id": chat_id, "tool_call_id": tool_call_id},
-            idempotent=False, not_found=PauseNotFound, expired=PauseExpired,
+            "POST",
+            "pauses/cancel/",
+            json={"chat_id": chat_id, "tool_call_id": tool_call_id},
+            idempotent=False,
+            not_found=PauseNotFound,
+            expired=PauseExpired,
         )
 
     def _pause_call(self, action: str, body: dict[str, Any]) -> Pause:
         return self._json(
-            "POST", "pauses/" + action, json=body, idempotent=False,
-            not_found=PauseNotFound, expired=PauseExpired,
+            "POST",
+            "pauses/" + action,
+            json=body,
+            idempotent=False,
+            not_found=PauseNotFound,
+            expired=PauseExpired,
         )
 
     # Runs, usage and approval records.
@@ -601,8 +644,11 @@ class AgentStateClient:
     ) -> Usage:
         """Add to the run's usage (total defaults to input + output); never retried."""
         body = _body(
-            requests=requests, input_tokens=input_tokens, output_tokens=output_tokens,
-            total_tokens=total_tokens, cached_tokens=cached_tokens,
+            requests=requests,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=total_tokens,
+            cached_tokens=cached_tokens,
             reasoning_tokens=reasoning_tokens,
         )
         return self._run_call("POST", run_id, "usage/", json=body, idempotent=False)
@@ -615,11 +661,15 @@ class AgentStateClient:
     def approvals(self, run_id: str) -> ApprovalRecords:
         return self._run_call("GET", run_id, "approvals/")
 
-    def approve(self, run_id: str, tool_name: str, call_id: str, *, always: bool = False) -> ApprovalRecords:
+    def approve(
+        self, run_id: str, tool_name: str, call_id: str, *, always: bool = False
+    ) -> ApprovalRecords:
         body = {"tool_name": tool_name, "call_id": call_id, "always": always}
         return self._run_call("POST", run_id, "approvals/approve/", json=body, idempotent=True)
 
-    def reject(self, run_id: str, tool_name: str, call_id: str, *, always: bool = False) -> ApprovalRecords:
+    def reject(
+        self, run_id: str, tool_name: str, call_id: str, *, always: bool = False
+    ) -> ApprovalRecords:
         body = {"tool_name": tool_name, "call_id": call_id, "always": always}
         return self._run_call("POST", run_id, "approvals/reject/", json=body, idempotent=True)
 
@@ -635,7 +685,10 @@ class AgentStateClient:
         if arguments is not None:
             body["arguments"] = arguments
         response = self._request(
-            "POST", _run_path(run_id, "approval-requests/"), json=body, idempotent=True,
+            "POST",
+            _run_path(run_id, "approval-requests/"),
+            json=body,
+            idempotent=True,
             not_found=RunNotFound,
         )
         return response.json(), response.status_code == 201
@@ -651,7 +704,10 @@ class AgentStateClient:
         idempotent: bool | None = None,
     ) -> Any:
         return self._json(
-            method, _run_path(run_id, action), params=params, json=json,
+            method,
+            _run_path(run_id, action),
+            params=params,
+            json=json,
             idempotent=method == "GET" if idempotent is None else idempotent,
             not_found=RunNotFound,
         )
@@ -666,12 +722,19 @@ class AgentStateClient:
         run_id: str | None = None,
         page_size: int | None = None,
     ) -> list[ApprovalRequest]:
-        params = {"status": status, "tool_name": tool_name, "run_id": run_id, "page_size": page_size}
+        params = {
+            "status": status,
+            "tool_name": tool_name,
+            "run_id": run_id,
+            "page_size": page_size,
+        }
         return list(self._pages("approval-requests/", params))
 
     def get_approval_request(self, request_id: int) -> ApprovalRequest:
         return self._json(
-            "GET", f"approval-requests/{int(request_id)}/", idempotent=True,
+            "GET",
+            f"approval-requests/{int(request_id)}/",
+            idempotent=True,
             not_found=ApprovalRequestNotFound,
         )
 
@@ -685,9 +748,12 @@ class AgentStateClient:
     ) -> ApprovalRequest:
         """Approve or reject a pending request exactly once; never retried."""
         return self._json(
-            "POST", f"approval-requests/{int(request_id)}/decide/",
+            "POST",
+            f"approval-requests/{int(request_id)}/decide/",
             json={"decision": decision, "always": always, "reason": reason},
-            idempotent=False, not_found=ApprovalRequestNotFound, expired=ApprovalRequestExpired,
+            idempotent=False,
+            not_found=ApprovalRequestNotFound,
+            expired=ApprovalRequestExpired,
         )
 
 
@@ -715,10 +781,11 @@ class RemoteSharedState:
         return f"RemoteSharedState(scope={self.scope!r}, owner={self.owner!r})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, RemoteSharedState)
-            and (other.client, other.scope, other.owner) == (self.client, self.scope, self.owner)
-        )
+        return isinstance(other, RemoteSharedState) and (
+            other.client,
+            other.scope,
+            other.owner,
+        ) == (self.client, self.scope, self.owner)
 
     def __hash__(self) -> int:
         return hash((id(self.client), self.scope, self.owner))
@@ -776,7 +843,9 @@ class RemoteToolContext:
 
     def get_state(self, key: str, default: Any = None) -> Any:
         """Never fails: the value, or ``default`` (absent, unknown scope, unreachable)."""
-        return self._state.client.get_state(self._state.scope, key, default, owner=self._state.owner)
+        return self._state.client.get_state(
+            self._state.scope, key, default, owner=self._state.owner
+        )
 
     def set_state(self, key: str, value: Any) -> None:
         """Raises on any failure: a lost write is never silent."""

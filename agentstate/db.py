@@ -6,6 +6,7 @@ from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
 from django.db.models import DEFERRED
+from django.db.models.sql import Query
 from django.db import IntegrityError, OperationalError, connection, models, transaction
 
 P = ParamSpec("P")
@@ -123,3 +124,10 @@ def _field_converters(field: models.Field, alias: str) -> tuple[Any, list]:
     expression = field.get_col(field.model._meta.db_table)
     backend = connections[alias].ops.get_db_converters(expression)
     return expression, [*backend, *field.get_db_converters(connections[alias])]
+
+
+def sql_of(expression: Any, model: type[models.Model]) -> tuple[str, list[Any]]:
+    """A database expression (the clock, an expiry) as SQL and params for a raw
+    statement on ``model``'s table."""
+    query = Query(model)
+    return query.get_compiler(connection=connection).compile(expression.resolve_expression(query))

@@ -13,8 +13,15 @@ class EventAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     list_select_related = ("user", "created_by")
     readonly_fields = (
-        "kind", "actor", "user", "object_type", "object_id",
-        "created_by", "owner", "details", "created_at",
+        "kind",
+        "actor",
+        "user",
+        "object_type",
+        "object_id",
+        "created_by",
+        "owner",
+        "details",
+        "created_at",
     )
     fields = readonly_fields
     ordering = ("-created_at", "-pk")

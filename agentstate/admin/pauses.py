@@ -43,8 +43,18 @@ class PausedRunAdmin(admin.ModelAdmin):
     ordering = ("-created_at", "-pk")
     actions = ["cancel_pending"]
     fields = readonly_fields = (
-        "chat_id", "tool_call_id", "owner", "created_by", "question_id", "status",
-        "created_at", "expires_at", "time_left", "claimed_at", "claimed_by", "resolved_at",
+        "chat_id",
+        "tool_call_id",
+        "owner",
+        "created_by",
+        "question_id",
+        "status",
+        "created_at",
+        "expires_at",
+        "time_left",
+        "claimed_at",
+        "claimed_by",
+        "resolved_at",
         "pretty_payload",
     )
 

@@ -36,7 +36,9 @@ def first_error(detail, path: str = "") -> tuple[str, str]:
     return path, str(detail)
 
 
-def error_response(status_code: int, detail: str, code: str, field: str | None = None, headers=None):
+def error_response(
+    status_code: int, detail: str, code: str, field: str | None = None, headers=None
+):
     body = {"detail": detail, "code": code}
     if field:
         body["field"] = field
@@ -68,7 +70,9 @@ def exception_handler(exc, context):
         detail = f"{field}: {message}" if field else message
         return error_response(400, detail, "invalid", field or None)
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
-        headers = {"WWW-Authenticate": exc.auth_header} if getattr(exc, "auth_header", None) else None
+        headers = (
+            {"WWW-Authenticate": exc.auth_header} if getattr(exc, "auth_header", None) else None
+        )
         return error_response(401, str(exc.detail), "not_authenticated", headers=headers)
     if isinstance(exc, exceptions.APIException):
         headers = {}
@@ -80,7 +84,9 @@ def exception_handler(exc, context):
         logger.warning("database unavailable: %s", exc)
         drop_broken_connections()
         return error_response(
-            503, "The database is unavailable; nothing was changed. Retry shortly.", "service_unavailable",
+            503,
+            "The database is unavailable; nothing was changed. Retry shortly.",
+            "service_unavailable",
             headers={"Retry-After": "1"},
         )
     if isinstance(exc, DatabaseError):

@@ -15,7 +15,9 @@ from .fields import (
 
 
 class OwnerMixin(serializers.Serializer):
-    owner = KeyField(required=False, help_text="Another user's username (needs the model permission).")
+    owner = KeyField(
+        required=False, help_text="Another user's username (needs the model permission)."
+    )
 
 
 # Context variables

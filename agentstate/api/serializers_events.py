@@ -11,7 +11,9 @@ from .fields import KeyField, QuerySerializer
 
 def object_types() -> list[str]:
     """The ``object_type`` an event can name: the model names of agentstate."""
-    return sorted(model._meta.model_name for model in apps.get_app_config("agentstate").get_models())
+    return sorted(
+        model._meta.model_name for model in apps.get_app_config("agentstate").get_models()
+    )
 
 
 class EventQuery(QuerySerializer):
@@ -26,13 +28,23 @@ class EventQuery(QuerySerializer):
 
 class EventSerializer(serializers.ModelSerializer):
     user = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+    created_by = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
     details = serializers.JSONField()
 
     class Meta:
         model = Event
         fields = [
-            "id", "kind", "actor", "user", "object_type", "object_id",
-            "created_by", "owner", "details", "created_at",
+            "id",
+            "kind",
+            "actor",
+            "user",
+            "object_type",
+            "object_id",
+            "created_by",
+            "owner",
+            "details",
+            "created_at",
         ]
         read_only_fields = fields

@@ -10,7 +10,14 @@ from rest_framework import serializers
 from agentstate.conf import agentstate_settings
 from agentstate.models import PausedRun
 
-from .fields import AnyJSONField, KeyField, QuerySerializer, StrictCharField, StrictIntegerField, StrictSerializer
+from .fields import (
+    AnyJSONField,
+    KeyField,
+    QuerySerializer,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 
 
 class PauseKeyRequest(StrictSerializer):
@@ -19,7 +26,9 @@ class PauseKeyRequest(StrictSerializer):
 
 
 class PauseCreateRequest(PauseKeyRequest):
-    owner = KeyField(help_text="The principal who may claim the pause (another than you needs add_pausedrun).")
+    owner = KeyField(
+        help_text="The principal who may claim the pause (another than you needs add_pausedrun)."
+    )
     payload = AnyJSONField(help_text="The run's saved state, any JSON value.")
     ttl_seconds = StrictIntegerField(
         required=False,
@@ -30,14 +39,17 @@ class PauseCreateRequest(PauseKeyRequest):
     def validate_ttl_seconds(self, value: int) -> int:
         limit = int(agentstate_settings.MAX_PAUSE_TTL.total_seconds())
         if value > limit:
-            raise serializers.ValidationError(f"Ensure this value is less than or equal to {limit}.")
+            raise serializers.ValidationError(
+                f"Ensure this value is less than or equal to {limit}."
+            )
         return value
 
 
 class PauseClaimRequest(PauseKeyRequest):
     question_id = KeyField(help_text="The question id the pause was created with.")
     owner = KeyField(
-        required=False, help_text="The owner to claim for (another than you needs change_pausedrun)."
+        required=False,
+        help_text="The owner to claim for (another than you needs change_pausedrun).",
     )
 
 

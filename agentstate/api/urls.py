@@ -21,7 +21,9 @@ urlpatterns = [
     path("runs/<str:run_id>/", views_runs.RunView.as_view(), name="run"),
     path("runs/<str:run_id>/usage/", views_runs.UsageView.as_view(), name="run-usage"),
     path("runs/<str:run_id>/approvals/", views_runs.ApprovalsView.as_view(), name="run-approvals"),
-    path("runs/<str:run_id>/approvals/approve/", views_runs.ApproveView.as_view(), name="run-approve"),
+    path(
+        "runs/<str:run_id>/approvals/approve/", views_runs.ApproveView.as_view(), name="run-approve"
+    ),
     path("runs/<str:run_id>/approvals/reject/", views_runs.RejectView.as_view(), name="run-reject"),
     path(
         "runs/<str:run_id>/approval-requests/",
@@ -29,7 +31,11 @@ urlpatterns = [
         name="run-approval-requests",
     ),
     path("approval-requests/", views_runs.ApprovalRequestsView.as_view(), name="approval-requests"),
-    path("approval-requests/<str:id>/", views_runs.ApprovalRequestView.as_view(), name="approval-request"),
+    path(
+        "approval-requests/<str:id>/",
+        views_runs.ApprovalRequestView.as_view(),
+        name="approval-request",
+    ),
     path(
         "approval-requests/<str:id>/decide/",
         views_runs.DecideView.as_view(),

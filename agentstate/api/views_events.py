@@ -28,7 +28,11 @@ def visible_events(user) -> QuerySet[Event]:
 
 class EventsView(AgentStateAPIView):
     @documented(
-        parameters=[s.EventQuery, OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        parameters=[
+            s.EventQuery,
+            OpenApiParameter("page", int),
+            OpenApiParameter("page_size", int),
+        ],
         responses=s.EventSerializer(many=True),
         operation_id="events_list",
     )

@@ -56,19 +56,29 @@ def acting_owner(request, owner: str | None, codename: str) -> str:
 
 class PausesView(AgentStateAPIView):
     @documented(
-        parameters=[s.PauseQuery, OpenApiParameter("page", int), OpenApiParameter("page_size", int)],
+        parameters=[
+            s.PauseQuery,
+            OpenApiParameter("page", int),
+            OpenApiParameter("page_size", int),
+        ],
         responses=s.PauseSerializer(many=True),
         operation_id="pauses_list",
     )
     def get(self, request):
         q = self.query(s.PauseQuery)
         rows = pauses.with_current_status(visible_pauses(request.user))
-        rows = rows.filter(**{name: q[name] for name in ("owner", "chat_id", "tool_call_id") if name in q})
+        rows = rows.filter(
+            **{name: q[name] for name in ("owner", "chat_id", "tool_call_id") if name in q}
+        )
         if "status" in q:
             rows = rows.filter(pauses.in_status(q["status"]))
         return self.paginate(rows.order_by("-created_at", "-pk"), s.PauseSerializer)
 
-    @documented(request=s.PauseCreateRequest, responses={201: s.PauseSerializer}, operation_id="pauses_create")
+    @documented(
+        request=s.PauseCreateRequest,
+        responses={201: s.PauseSerializer},
+        operation_id="pauses_create",
+    )
     def post(self, request):
         d = self.validated(s.PauseCreateRequest, request.data)
         pause = pauses.put_pause(
@@ -84,7 +94,9 @@ class PausesView(AgentStateAPIView):
 
 
 class ClaimView(AgentStateAPIView):
-    @documented(request=s.PauseClaimRequest, responses=s.PauseSerializer, operation_id="pauses_claim")
+    @documented(
+        request=s.PauseClaimRequest, responses=s.PauseSerializer, operation_id="pauses_claim"
+    )
     def post(self, request):
         d = self.validated(s.PauseClaimRequest, request.data)
         pause = pauses.claim_pause(
@@ -98,11 +110,16 @@ class ClaimView(AgentStateAPIView):
 
 
 class ResolveView(AgentStateAPIView):
-    @documented(request=s.PauseKeyRequest, responses=s.PauseSerializer, operation_id="pauses_resolve")
+    @documented(
+        request=s.PauseKeyRequest, responses=s.PauseSerializer, operation_id="pauses_resolve"
+    )
     def post(self, request):
         d = self.validated(s.PauseKeyRequest, request.data)
         pause = pauses.resolve(
-            d["chat_id"], d["tool_call_id"], user=request.user, among=changeable_pauses(request.user)
+            d["chat_id"],
+            d["tool_call_id"],
+            user=request.user,
+            among=changeable_pauses(request.user),
         )
         return Response(s.PauseSerializer(pause).data)
 
@@ -111,5 +128,10 @@ class CancelView(AgentStateAPIView):
     @documented(request=s.PauseKeyRequest, responses={204: None}, operation_id="pauses_cancel")
     def post(self, request):
         d = self.validated(s.PauseKeyRequest, request.data)
-        pauses.cancel(d["chat_id"], d["tool_call_id"], user=request.user, among=changeable_pauses(request.user))
+        pauses.cancel(
+            d["chat_id"],
+            d["tool_call_id"],
+            user=request.user,
+            among=changeable_pauses(request.user),
+        )
         return Response(status=status.HTTP_204_NO_CONTENT)

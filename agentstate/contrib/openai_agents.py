@@ -27,7 +27,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import Agent, FunctionTool, RunConfig, RunContextWrapper, Runner, RunResult, RunState, Usage
+from agents import (
+    Agent,
+    FunctionTool,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    RunResult,
+    RunState,
+    Usage,
+)
 from agents.items import ToolApprovalItem
 from agents.tool_context import ToolContext as SDKToolContext
 from asgiref.sync import async_to_sync, sync_to_async
@@ -133,8 +142,13 @@ class ServiceStore:
     @staticmethod
     def _review(request: Any) -> Review:
         return Review(
-            request.pk, request.tool_name, request.call_id, request.arguments,
-            request.status, request.always, request.reason,
+            request.pk,
+            request.tool_name,
+            request.call_id,
+            request.arguments,
+            request.status,
+            request.always,
+            request.reason,
         )
 
 
@@ -180,8 +194,13 @@ class RemoteStore:
         flag = {"approved": "approved", "rejected": "rejected"}.get(request["status"])
         always = bool(flag) and records.get(request["tool_name"], {}).get(flag) is True
         return Review(
-            request["id"], request["tool_name"], request["call_id"], request["arguments"],
-            request["status"], always, request.get("reason") or "",
+            request["id"],
+            request["tool_name"],
+            request["call_id"],
+            request["arguments"],
+            request["status"],
+            always,
+            request.get("reason") or "",
         )
 
 
@@ -207,7 +226,9 @@ class ApprovalBridge:
         self.run_config = run_config
         self.max_turns = max_turns
 
-    def start(self, input: str | list[Any], *, run_id: str | None = None, context: Any = None) -> Outcome:
+    def start(
+        self, input: str | list[Any], *, run_id: str | None = None, context: Any = None
+    ) -> Outcome:
         return async_to_sync(self.astart)(input, run_id=run_id, context=context)
 
     def resume(self, run_id: str) -> Outcome:
@@ -217,7 +238,9 @@ class ApprovalBridge:
         self, input: str | list[Any], *, run_id: str | None = None, context: Any = None
     ) -> Outcome:
         """Create the agentstate run (its context is the SDK's) and start the agent on ``input``."""
-        run_id, context = await self._db(self.store.create_run, run_id, {} if context is None else context)
+        run_id, context = await self._db(
+            self.store.create_run, run_id, {} if context is None else context
+        )
         result = await self._run(input, context=context)
         return await self._settle(run_id, result, counted=Usage())
 

@@ -8,7 +8,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -17,203 +16,557 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('run_id', models.CharField(max_length=128, unique=True, verbose_name='run id')),
-                ('context', models.JSONField(blank=True, default=dict, verbose_name='context')),
-                ('requests', models.PositiveBigIntegerField(default=0, verbose_name='requests')),
-                ('input_tokens', models.PositiveBigIntegerField(default=0, verbose_name='input tokens')),
-                ('output_tokens', models.PositiveBigIntegerField(default=0, verbose_name='output tokens')),
-                ('total_tokens', models.PositiveBigIntegerField(default=0, verbose_name='total tokens')),
-                ('cached_tokens', models.PositiveBigIntegerField(default=0, verbose_name='cached tokens')),
-                ('reasoning_tokens', models.PositiveBigIntegerField(default=0, verbose_name='reasoning tokens')),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='created at')),
-                ('updated_at', models.DateTimeField(auto_now=True, verbose_name='updated at')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("run_id", models.CharField(max_length=128, unique=True, verbose_name="run id")),
+                ("context", models.JSONField(blank=True, default=dict, verbose_name="context")),
+                ("requests", models.PositiveBigIntegerField(default=0, verbose_name="requests")),
+                (
+                    "input_tokens",
+                    models.PositiveBigIntegerField(default=0, verbose_name="input tokens"),
+                ),
+                (
+                    "output_tokens",
+                    models.PositiveBigIntegerField(default=0, verbose_name="output tokens"),
+                ),
+                (
+                    "total_tokens",
+                    models.PositiveBigIntegerField(default=0, verbose_name="total tokens"),
+                ),
+                (
+                    "cached_tokens",
+                    models.PositiveBigIntegerField(default=0, verbose_name="cached tokens"),
+                ),
+                (
+                    "reasoning_tokens",
+                    models.PositiveBigIntegerField(default=0, verbose_name="reasoning tokens"),
+                ),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_default=django.db.models.functions.datetime.Now(),
+                        verbose_name="created at",
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True, verbose_name="updated at")),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="created by",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'run',
-                'verbose_name_plural': 'runs',
-                'ordering': ['-created_at', '-pk'],
+                "verbose_name": "run",
+                "verbose_name_plural": "runs",
+                "ordering": ["-created_at", "-pk"],
             },
         ),
         migrations.CreateModel(
-            name='ApprovalRecord',
+            name="ApprovalRecord",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool_name', models.CharField(max_length=255, verbose_name='tool name')),
-                ('approved_always', models.BooleanField(blank=True, null=True, verbose_name='approved permanently')),
-                ('rejected_always', models.BooleanField(blank=True, null=True, verbose_name='rejected permanently')),
-                ('updated_at', models.DateTimeField(auto_now=True, verbose_name='updated at')),
-                ('updated_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='updated by')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='approval_records', to='agentstate.run', verbose_name='run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("tool_name", models.CharField(max_length=255, verbose_name="tool name")),
+                (
+                    "approved_always",
+                    models.BooleanField(blank=True, null=True, verbose_name="approved permanently"),
+                ),
+                (
+                    "rejected_always",
+                    models.BooleanField(blank=True, null=True, verbose_name="rejected permanently"),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True, verbose_name="updated at")),
+                (
+                    "updated_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="updated by",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="approval_records",
+                        to="agentstate.run",
+                        verbose_name="run",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'approval record',
-                'verbose_name_plural': 'approval records',
-                'ordering': ['tool_name'],
+                "verbose_name": "approval record",
+                "verbose_name_plural": "approval records",
+                "ordering": ["tool_name"],
             },
         ),
         migrations.CreateModel(
-            name='Scope',
+            name="Scope",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255, verbose_name='key')),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='created at')),
-                ('owner', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='agentstate_scopes', to=settings.AUTH_USER_MODEL, verbose_name='owner')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=255, verbose_name="key")),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_default=django.db.models.functions.datetime.Now(),
+                        verbose_name="created at",
+                    ),
+                ),
+                (
+                    "owner",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="agentstate_scopes",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="owner",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'scope',
-                'verbose_name_plural': 'scopes',
-                'ordering': ['key', 'pk'],
+                "verbose_name": "scope",
+                "verbose_name_plural": "scopes",
+                "ordering": ["key", "pk"],
             },
         ),
         migrations.CreateModel(
-            name='Variable',
+            name="Variable",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=255, verbose_name='name')),
-                ('is_list', models.BooleanField(default=False, verbose_name='is a list')),
-                ('value', models.JSONField(blank=True, null=True, verbose_name='value')),
-                ('head', models.BigIntegerField(default=0, verbose_name='position of the first element')),
-                ('tail', models.BigIntegerField(default=0, verbose_name='position after the last element')),
-                ('version', models.PositiveBigIntegerField(default=1, verbose_name='version')),
-                ('updated_at', models.DateTimeField(auto_now=True, verbose_name='updated at')),
-                ('updated_by', models.CharField(blank=True, max_length=255, verbose_name='updated by')),
-                ('scope', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='variables', to='agentstate.scope', verbose_name='scope')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=255, verbose_name="name")),
+                ("is_list", models.BooleanField(default=False, verbose_name="is a list")),
+                ("value", models.JSONField(blank=True, null=True, verbose_name="value")),
+                (
+                    "head",
+                    models.BigIntegerField(default=0, verbose_name="position of the first element"),
+                ),
+                (
+                    "tail",
+                    models.BigIntegerField(
+                        default=0, verbose_name="position after the last element"
+                    ),
+                ),
+                ("version", models.PositiveBigIntegerField(default=1, verbose_name="version")),
+                ("updated_at", models.DateTimeField(auto_now=True, verbose_name="updated at")),
+                (
+                    "updated_by",
+                    models.CharField(blank=True, max_length=255, verbose_name="updated by"),
+                ),
+                (
+                    "scope",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="variables",
+                        to="agentstate.scope",
+                        verbose_name="scope",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'variable',
-                'verbose_name_plural': 'variables',
-                'ordering': ['name'],
+                "verbose_name": "variable",
+                "verbose_name_plural": "variables",
+                "ordering": ["name"],
             },
         ),
         migrations.CreateModel(
-            name='Element',
+            name="Element",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.BigIntegerField()),
-                ('value', models.JSONField(null=True)),
-                ('variable', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='elements', to='agentstate.variable')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("position", models.BigIntegerField()),
+                ("value", models.JSONField(null=True)),
+                (
+                    "variable",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="elements",
+                        to="agentstate.variable",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'list element',
-                'verbose_name_plural': 'list elements',
-                'ordering': ['position'],
+                "verbose_name": "list element",
+                "verbose_name_plural": "list elements",
+                "ordering": ["position"],
             },
         ),
         migrations.CreateModel(
-            name='ApprovalCall',
+            name="ApprovalCall",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('call_id', models.CharField(max_length=255, verbose_name='call id')),
-                ('decision', models.CharField(choices=[('approve', 'approve'), ('reject', 'reject')], max_length=8, verbose_name='decision')),
-                ('reason', models.TextField(blank=True, verbose_name='reason')),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='decided at')),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='decided by')),
-                ('record', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='calls', to='agentstate.approvalrecord')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("call_id", models.CharField(max_length=255, verbose_name="call id")),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[("approve", "approve"), ("reject", "reject")],
+                        max_length=8,
+                        verbose_name="decision",
+                    ),
+                ),
+                ("reason", models.TextField(blank=True, verbose_name="reason")),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_default=django.db.models.functions.datetime.Now(),
+                        verbose_name="decided at",
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="decided by",
+                    ),
+                ),
+                (
+                    "record",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="calls",
+                        to="agentstate.approvalrecord",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'approval call',
-                'verbose_name_plural': 'approval calls',
-                'ordering': ['pk'],
-                'constraints': [models.UniqueConstraint(fields=('record', 'decision', 'call_id'), name='agentstate_call_unique'), models.CheckConstraint(condition=models.Q(('decision__in', ['approve', 'reject'])), name='agentstate_call_decision_valid')],
+                "verbose_name": "approval call",
+                "verbose_name_plural": "approval calls",
+                "ordering": ["pk"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("record", "decision", "call_id"), name="agentstate_call_unique"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("decision__in", ["approve", "reject"])),
+                        name="agentstate_call_decision_valid",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(db_index=True, max_length=64, verbose_name='kind')),
-                ('actor', models.CharField(blank=True, max_length=255, verbose_name='actor')),
-                ('object_type', models.CharField(max_length=32, verbose_name='object type')),
-                ('object_id', models.CharField(max_length=511, verbose_name='object id')),
-                ('owner', models.CharField(blank=True, max_length=255, verbose_name='object owner')),
-                ('details', models.JSONField(blank=True, default=dict, verbose_name='details')),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), db_index=True, verbose_name='created at')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='object created by')),
-                ('user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='user')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("kind", models.CharField(db_index=True, max_length=64, verbose_name="kind")),
+                ("actor", models.CharField(blank=True, max_length=255, verbose_name="actor")),
+                ("object_type", models.CharField(max_length=32, verbose_name="object type")),
+                ("object_id", models.CharField(max_length=511, verbose_name="object id")),
+                (
+                    "owner",
+                    models.CharField(blank=True, max_length=255, verbose_name="object owner"),
+                ),
+                ("details", models.JSONField(blank=True, default=dict, verbose_name="details")),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_default=django.db.models.functions.datetime.Now(),
+                        db_index=True,
+                        verbose_name="created at",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="object created by",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="user",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'event',
-                'verbose_name_plural': 'events',
-                'ordering': ['-created_at', '-pk'],
-                'indexes': [models.Index(fields=['object_type', 'object_id'], name='agentstate_event_object')],
+                "verbose_name": "event",
+                "verbose_name_plural": "events",
+                "ordering": ["-created_at", "-pk"],
+                "indexes": [
+                    models.Index(
+                        fields=["object_type", "object_id"], name="agentstate_event_object"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='PausedRun',
+            name="PausedRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('chat_id', models.CharField(max_length=255, verbose_name='chat id')),
-                ('tool_call_id', models.CharField(max_length=255, verbose_name='tool call id')),
-                ('owner', models.CharField(help_text='The principal who may answer.', max_length=255, verbose_name='owner')),
-                ('question_id', models.UUIDField(default=uuid.uuid4, verbose_name='question id')),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('claimed', 'claimed'), ('resolved', 'resolved'), ('expired', 'expired')], default='pending', max_length=16, verbose_name='status')),
-                ('payload', models.JSONField(blank=True, null=True, verbose_name='payload')),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='created at')),
-                ('expires_at', models.DateTimeField(verbose_name='expires at')),
-                ('claimed_at', models.DateTimeField(blank=True, null=True, verbose_name='claimed at')),
-                ('claimed_by', models.CharField(blank=True, max_length=255, verbose_name='claimed by')),
-                ('resolved_at', models.DateTimeField(blank=True, null=True, verbose_name='resolved at')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("chat_id", models.CharField(max_length=255, verbose_name="chat id")),
+                ("tool_call_id", models.CharField(max_length=255, verbose_name="tool call id")),
+                (
+                    "owner",
+                    models.CharField(
+                        help_text="The principal who may answer.",
+                        max_length=255,
+                        verbose_name="owner",
+                    ),
+                ),
+                ("question_id", models.UUIDField(default=uuid.uuid4, verbose_name="question id")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("claimed", "claimed"),
+                            ("resolved", "resolved"),
+                            ("expired", "expired"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                        verbose_name="status",
+                    ),
+                ),
+                ("payload", models.JSONField(blank=True, null=True, verbose_name="payload")),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_default=django.db.models.functions.datetime.Now(),
+                        verbose_name="created at",
+                    ),
+                ),
+                ("expires_at", models.DateTimeField(verbose_name="expires at")),
+                (
+                    "claimed_at",
+                    models.DateTimeField(blank=True, null=True, verbose_name="claimed at"),
+                ),
+                (
+                    "claimed_by",
+                    models.CharField(blank=True, max_length=255, verbose_name="claimed by"),
+                ),
+                (
+                    "resolved_at",
+                    models.DateTimeField(blank=True, null=True, verbose_name="resolved at"),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="created by",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'paused run',
-                'verbose_name_plural': 'paused runs',
-                'ordering': ['-created_at', '-pk'],
-                'indexes': [models.Index(fields=['status', 'expires_at'], name='agentstate_pause_sweep'), models.Index(fields=['status', 'resolved_at'], name='agentstate_pause_retention'), models.Index(fields=['owner', 'status'], name='agentstate_pause_owner')],
-                'constraints': [models.UniqueConstraint(fields=('chat_id', 'tool_call_id'), name='agentstate_pause_chat_call'), models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'claimed', 'resolved', 'expired'])), name='agentstate_pause_status_valid')],
+                "verbose_name": "paused run",
+                "verbose_name_plural": "paused runs",
+                "ordering": ["-created_at", "-pk"],
+                "indexes": [
+                    models.Index(fields=["status", "expires_at"], name="agentstate_pause_sweep"),
+                    models.Index(
+                        fields=["status", "resolved_at"], name="agentstate_pause_retention"
+                    ),
+                    models.Index(fields=["owner", "status"], name="agentstate_pause_owner"),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("chat_id", "tool_call_id"), name="agentstate_pause_chat_call"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("status__in", ["pending", "claimed", "resolved", "expired"])
+                        ),
+                        name="agentstate_pause_status_valid",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ApprovalRequest',
+            name="ApprovalRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool_name', models.CharField(max_length=255, verbose_name='tool name')),
-                ('call_id', models.CharField(max_length=255, verbose_name='call id')),
-                ('arguments', models.JSONField(blank=True, null=True, verbose_name='arguments')),
-                ('status', models.CharField(choices=[('pending', 'pending'), ('approved', 'approved'), ('rejected', 'rejected'), ('expired', 'expired')], default='pending', max_length=16, verbose_name='status')),
-                ('always', models.BooleanField(default=False, verbose_name='decided permanently')),
-                ('decided_at', models.DateTimeField(blank=True, null=True, verbose_name='decided at')),
-                ('reason', models.TextField(blank=True, verbose_name='reason')),
-                ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='created at')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by')),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='decided by')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='approval_requests', to='agentstate.run', verbose_name='run')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("tool_name", models.CharField(max_length=255, verbose_name="tool name")),
+                ("call_id", models.CharField(max_length=255, verbose_name="call id")),
+                ("arguments", models.JSONField(blank=True, null=True, verbose_name="arguments")),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "pending"),
+                            ("approved", "approved"),
+                            ("rejected", "rejected"),
+                            ("expired", "expired"),
+                        ],
+                        default="pending",
+                        max_length=16,
+                        verbose_name="status",
+                    ),
+                ),
+                ("always", models.BooleanField(default=False, verbose_name="decided permanently")),
+                (
+                    "decided_at",
+                    models.DateTimeField(blank=True, null=True, verbose_name="decided at"),
+                ),
+                ("reason", models.TextField(blank=True, verbose_name="reason")),
+                (
+                    "created_at",
+                    models.DateTimeField(
+                        db_default=django.db.models.functions.datetime.Now(),
+                        verbose_name="created at",
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="created by",
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="decided by",
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="approval_requests",
+                        to="agentstate.run",
+                        verbose_name="run",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'approval request',
-                'verbose_name_plural': 'approval requests',
-                'ordering': ['created_at', 'pk'],
-                'permissions': [('decide_approvalrequest', 'Can approve or reject approval requests')],
-                'indexes': [models.Index(fields=['status', 'created_at'], name='agentstate_request_queue')],
-                'constraints': [models.UniqueConstraint(fields=('run', 'call_id'), name='agentstate_request_run_call'), models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'approved', 'rejected', 'expired'])), name='agentstate_request_status_valid')],
+                "verbose_name": "approval request",
+                "verbose_name_plural": "approval requests",
+                "ordering": ["created_at", "pk"],
+                "permissions": [
+                    ("decide_approvalrequest", "Can approve or reject approval requests")
+                ],
+                "indexes": [
+                    models.Index(fields=["status", "created_at"], name="agentstate_request_queue")
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("run", "call_id"), name="agentstate_request_run_call"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("status__in", ["pending", "approved", "rejected", "expired"])
+                        ),
+                        name="agentstate_request_status_valid",
+                    ),
+                ],
             },
         ),
         migrations.AddConstraint(
-            model_name='approvalrecord',
-            constraint=models.UniqueConstraint(fields=('run', 'tool_name'), name='agentstate_record_run_tool'),
+            model_name="approvalrecord",
+            constraint=models.UniqueConstraint(
+                fields=("run", "tool_name"), name="agentstate_record_run_tool"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='scope',
-            constraint=models.UniqueConstraint(fields=('owner', 'key'), name='agentstate_scope_owner_key'),
+            model_name="scope",
+            constraint=models.UniqueConstraint(
+                fields=("owner", "key"), name="agentstate_scope_owner_key"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='scope',
-            constraint=models.UniqueConstraint(condition=models.Q(('owner__isnull', True)), fields=('key',), name='agentstate_scope_site_key'),
+            model_name="scope",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("owner__isnull", True)),
+                fields=("key",),
+                name="agentstate_scope_site_key",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='variable',
-            constraint=models.UniqueConstraint(fields=('scope', 'name'), name='agentstate_variable_scope_name'),
+            model_name="variable",
+            constraint=models.UniqueConstraint(
+                fields=("scope", "name"), name="agentstate_variable_scope_name"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='variable',
-            constraint=models.CheckConstraint(condition=models.Q(('tail__gte', models.F('head'))), name='agentstate_variable_bounds'),
+            model_name="variable",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("tail__gte", models.F("head"))),
+                name="agentstate_variable_bounds",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='element',
-            constraint=models.UniqueConstraint(fields=('variable', 'position'), name='agentstate_element_variable_position'),
+            model_name="element",
+            constraint=models.UniqueConstraint(
+                fields=("variable", "position"), name="agentstate_element_variable_position"
+            ),
         ),
     ]

@@ -14,14 +14,16 @@ A pending request older than ``AGENTSTATE["APPROVAL_TTL"]`` by the database
 clock is expired whether or not the sweep (``services.sweep``) has marked it.
 """
 
+from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Case, CharField, F, Q, QuerySet, Value, When
 from django.db.models.functions import Now
 
 from agentstate import events
 from agentstate.conf import agentstate_settings
-from agentstate.db import atomic_retry
+from agentstate.db import atomic_retry, returned, sql_of
 from agentstate.exceptions import (
     AlreadyDecided,
     ApprovalRequestExpired,
@@ -122,6 +124,28 @@ def ensure_request(
     return request, True
 
 
+def _decided(request: ApprovalRequest) -> datetime:
+    """Store the request's decision, decided now by the database clock; returns when."""
+    field = ApprovalRequest._meta.get_field
+    names = ["status", "always", "decided_by", "reason"]
+    now, now_params = sql_of(Now(), ApprovalRequest)
+    (stored,) = returned(
+        ApprovalRequest,
+        f"UPDATE {ApprovalRequest._meta.db_table}"
+        f" SET {', '.join(f'{field(n).column} = %s' for n in names)},"
+        f" {field('decided_at').column} = {now} WHERE id = %s RETURNING *",
+        [
+            *(
+                field(n).get_db_prep_save(getattr(request, field(n).attname), connection)
+                for n in names
+            ),
+            *now_params,
+            request.pk,
+        ],
+    )
+    return stored.decided_at
+
+
 def request_approval(
     run: Run, tool_name: str, call_id: str, arguments: Any = None, *, user: Any = None
 ) -> ApprovalRequest:
@@ -176,10 +200,8 @@ def decide(
     locked.status = DECISIONS[decision]
     locked.always = always
     locked.decided_by = runs.real_user(by)
-    locked.decided_at = Now()
     locked.reason = reason
-    locked.save(update_fields=["status", "always", "decided_by", "decided_at", "reason"])
-    locked.refresh_from_db(fields=["decided_at"])
+    locked.decided_at = _decided(locked)
     events.record(
         "approval.decided",
         locked,

@@ -21,11 +21,10 @@ from django.db import connection
 from django.db.models import Case, CharField, DateTimeField, F, Q, QuerySet, Value, When
 from django.db.models.expressions import ExpressionWrapper
 from django.db.models.functions import Now
-from django.db.models.sql import Query
 
 from agentstate import events
 from agentstate.conf import agentstate_settings
-from agentstate.db import atomic_retry, returned
+from agentstate.db import atomic_retry, returned, sql_of
 from agentstate.exceptions import (
     AlreadyClaimed,
     AlreadyResolved,
@@ -223,18 +222,12 @@ def _put_locked(
     return pause
 
 
-def _sql(expression: Any) -> tuple[str, list[Any]]:
-    """A database expression (the clock, an expiry) as SQL for a raw statement."""
-    query = Query(PausedRun)
-    return query.get_compiler(connection=connection).compile(expression.resolve_expression(query))
-
-
 def _row_values(fields: dict[str, Any], ttl: timedelta) -> tuple[list[str], list[str], list[Any]]:
     """The columns of a pause written with ``fields``, created now and expiring ``ttl``
     from now by the database clock: the column names, their SQL values, the params."""
     field = PausedRun._meta.get_field
-    now, now_params = _sql(Now())
-    expiry, expiry_params = _sql(_expiry(ttl))
+    now, now_params = sql_of(Now(), PausedRun)
+    expiry, expiry_params = sql_of(_expiry(ttl), PausedRun)
     columns = [*(field(name).column for name in fields), "created_at", "expires_at"]
     values = ["%s"] * len(fields) + [now, expiry]
     params = [field(n).get_db_prep_save(v, connection) for n, v in fields.items()]
@@ -361,7 +354,7 @@ def _claim_if_claimable(
         question = uuid.UUID(str(question_id))
     except ValueError:
         return None
-    now, now_params = _sql(Now())
+    now, now_params = sql_of(Now(), PausedRun)
     field = PausedRun._meta.get_field
     statement = (
         f"UPDATE {PausedRun._meta.db_table} SET status = %s, claimed_at = {now}, claimed_by = %s"

@@ -20,9 +20,10 @@ from typing import Any
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import connection
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from agentstate import events
-from agentstate.db import atomic_retry
+from agentstate.db import atomic_retry, returned
 from agentstate.exceptions import BadInput, RunExists, RunNotFound
 from agentstate.models import ApprovalCall, ApprovalRecord, Run
 from agentstate.validation import check_json, check_key, check_run_id, text_problem
@@ -159,16 +160,37 @@ def add_usage(
 
 
 def records(run: Run) -> Records:
-    """The run's approval records in the Agents SDK's JSON form."""
-    rows = ApprovalRecord.objects.filter(run=run).prefetch_related("calls").order_by("tool_name")
-    return {record.tool_name: record_json(record) for record in rows}
+    """The run's approval records in the Agents SDK's JSON form: one query."""
+    rows = (
+        ApprovalRecord.objects.filter(run=run)
+        .order_by("tool_name", "calls__pk")
+        .values_list(
+            "tool_name", "approved_always", "rejected_always", "calls__decision", "calls__call_id"
+        )
+    )
+    found: dict[str, tuple[ApprovalRecord, list[tuple[str, str]]]] = {}
+    for tool_name, approved_always, rejected_always, decision, call_id in rows:
+        if tool_name not in found:
+            flags = ApprovalRecord(approved_always=approved_always, rejected_always=rejected_always)
+            found[tool_name] = (flags, [])
+        if call_id is not None:
+            found[tool_name][1].append((decision, call_id))
+    return {tool_name: record_json(flags, calls) for tool_name, (flags, calls) in found.items()}
 
 
-def record_json(record: ApprovalRecord) -> dict[str, bool | list[str]]:
-    """One tool's ``{"approved", "rejected"}``: a flag, or the call ids in decision order."""
+def record_json(
+    record: ApprovalRecord, calls: list[tuple[str, str]] | None = None
+) -> dict[str, bool | list[str]]:
+    """One tool's ``{"approved", "rejected"}``: a flag, or the call ids in decision order.
+
+    ``calls``: the record's ``(decision, call_id)`` pairs in that order, when
+    already read; else they are read.
+    """
+    if calls is None:
+        calls = [(c.decision, c.call_id) for c in sorted(record.calls.all(), key=lambda c: c.pk)]
     ids: dict[str, list[str]] = {APPROVE: [], REJECT: []}
-    for call in sorted(record.calls.all(), key=lambda call: call.pk):
-        ids[call.decision].append(call.call_id)
+    for decision, call_id in calls:
+        ids[decision].append(call_id)
     return {
         "approved": ids[APPROVE] if record.approved_always is None else record.approved_always,
         "rejected": ids[REJECT] if record.rejected_always is None else record.rejected_always,
@@ -203,12 +225,34 @@ def is_tool_approved(run: Run, tool_name: str, call_id: str) -> bool | None:
     return decide_from(records(run).get(tool_name), call_id)
 
 
-def _locked_record(run: Run, tool_name: str) -> ApprovalRecord:
-    """The tool's record, locked; a new one is in the SDK's default list form."""
-    ApprovalRecord.objects.bulk_create(
-        [ApprovalRecord(run=run, tool_name=tool_name)], ignore_conflicts=True
+def _written_record(
+    run: Run, tool_name: str, user: User, flags: tuple[bool, bool | None] | None
+) -> ApprovalRecord:
+    """The tool's record, created in the SDK's list form when absent, marked updated by
+    ``user`` now and, given ``flags`` (``approved_always``, ``rejected_always``), set to
+    them: one upsert, which leaves the row locked, returning it."""
+    table, field = ApprovalRecord._meta.db_table, ApprovalRecord._meta.get_field
+    values = {
+        "run": run.pk,
+        "tool_name": tool_name,
+        "approved_always": None if flags is None else flags[0],
+        "rejected_always": None if flags is None else flags[1],
+        "updated_at": timezone.now(),
+        "updated_by": getattr(real_user(user), "pk", None),
+    }
+    changed = ["updated_at", "updated_by"]
+    if flags is not None:
+        changed += ["approved_always", "rejected_always"]
+    columns = ", ".join(field(name).column for name in values)
+    (record,) = returned(
+        ApprovalRecord,
+        f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(values))})"
+        f" ON CONFLICT ({field('run').column}, {field('tool_name').column}) DO UPDATE SET"
+        f" {', '.join(f'{field(n).column} = excluded.{field(n).column}' for n in changed)}"
+        " RETURNING *",
+        [field(name).get_db_prep_save(value, connection) for name, value in values.items()],
     )
-    return ApprovalRecord.objects.select_for_update().get(run=run, tool_name=tool_name)
+    return record
 
 
 def check_reason(reason: Any) -> str:
@@ -233,13 +277,12 @@ def record_decision(
         raise BadInput("always must be true or false.", field="always")
     reason = check_reason(reason)
     run = lock_run(run)
-    record = _locked_record(run, tool_name)
+    # approve always: {"approved": true, "rejected": []};
+    # reject always:  {"approved": false, "rejected": true}.
+    flags = (decision == APPROVE, None if decision == APPROVE else True) if always else None
+    record = _written_record(run, tool_name, user, flags)
     if always:
-        # approve always: {"approved": true, "rejected": []};
-        # reject always:  {"approved": false, "rejected": true}.
-        record.approved_always = decision == APPROVE
-        record.rejected_always = None if decision == APPROVE else True
-        record.calls.all().delete()
+        ApprovalCall.objects.filter(record=record).delete()
     elif (record.approved_always if decision == APPROVE else record.rejected_always) is None:
         ApprovalCall.objects.bulk_create(
             [
@@ -253,8 +296,6 @@ def record_decision(
             ],
             ignore_conflicts=True,
         )
-    record.updated_by = real_user(user)
-    record.save(update_fields=["approved_always", "rejected_always", "updated_by", "updated_at"])
     events.record(
         "approvals.changed",
         run,

@@ -13,7 +13,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "--batch-size", type=int, default=None,
+            "--batch-size",
+            type=int,
+            default=None,
             help="Rows per statement (default: AGENTSTATE['SWEEP_BATCH_SIZE']).",
         )
 
