@@ -85,10 +85,11 @@ def update_run(run: Run, context: Any) -> Run:
 
 def lock_run(run: Run) -> Run:
     """The run's row, locked: the first lock of every change to its records."""
-    locked = Run.objects.select_for_update().filter(pk=run.pk).first()
-    if locked is None:
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    locked = returned(Run, f"SELECT * FROM {Run._meta.db_table} WHERE id = %s{lock}", [run.pk])
+    if not locked:
         raise RunNotFound(f"Run {run.run_id!r} not found.")
-    return locked
+    return locked[0]
 
 
 # Usage.
@@ -161,21 +162,33 @@ def add_usage(
 
 def records(run: Run) -> Records:
     """The run's approval records in the Agents SDK's JSON form: one query."""
-    rows = (
-        ApprovalRecord.objects.filter(run=run)
-        .order_by("tool_name", "calls__pk")
-        .values_list(
-            "tool_name", "approved_always", "rejected_always", "calls__decision", "calls__call_id"
+    r, c = ApprovalRecord._meta, ApprovalCall._meta
+    tool_name = r.get_field("tool_name").column
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT r.{tool_name}, r.{r.get_field('approved_always').column},"
+            f" r.{r.get_field('rejected_always').column}, c.{c.get_field('decision').column},"
+            f" c.{c.get_field('call_id').column} FROM {r.db_table} r LEFT JOIN {c.db_table} c"
+            f" ON c.{c.get_field('record').column} = r.{r.pk.column}"
+            f" WHERE r.{r.get_field('run').column} = %s ORDER BY r.{tool_name}, c.{c.pk.column}",
+            [run.pk],
         )
-    )
+        rows = cursor.fetchall()
     found: dict[str, tuple[ApprovalRecord, list[tuple[str, str]]]] = {}
     for tool_name, approved_always, rejected_always, decision, call_id in rows:
         if tool_name not in found:
-            flags = ApprovalRecord(approved_always=approved_always, rejected_always=rejected_always)
+            flags = ApprovalRecord(
+                approved_always=_boolean(approved_always), rejected_always=_boolean(rejected_always)
+            )
             found[tool_name] = (flags, [])
         if call_id is not None:
             found[tool_name][1].append((decision, call_id))
     return {tool_name: record_json(flags, calls) for tool_name, (flags, calls) in found.items()}
+
+
+def _boolean(value: Any) -> bool | None:
+    """A nullable boolean column as read (SQLite gives 0 and 1)."""
+    return None if value is None else bool(value)
 
 
 def record_json(
