@@ -362,3 +362,17 @@ def test_a_holder_of_change_run_reaches_every_run(api, api_for, make_user):
         approvals.with_current_status(ApprovalRequest.objects.all()).get().current_status
         == "approved"
     )
+
+
+@pytest.mark.parametrize(
+    "pk", ["0", "9223372036854775807", "9223372036854775808", "99999999999999999999"]
+)
+def test_request_ids_beyond_a_64_bit_key_are_not_found(api_for, reviewer, pk):
+    """Up to 20 digits read as an id (more is no id): past the key's range, a 404, not a 500."""
+    reviewing = api_for(reviewer)
+    response = reviewing.get(f"/api/approval-requests/{pk}/")
+    error(response, 404, "approval_request_not_found")
+    response = reviewing.post(
+        f"/api/approval-requests/{pk}/decide/", {"decision": "approve"}, format="json"
+    )
+    error(response, 404, "approval_request_not_found")
