@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -246,6 +247,12 @@ def main() -> None:
     seconds, http_seconds = (1, 1) if args.quick else (2, 3)
     sweeps = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
 
+    missing = [program for program in ("pgbench", "wrk") if shutil.which(program) is None]
+    if missing:
+        sys.exit(
+            f"bench/run.py needs {' and '.join(missing)} on PATH"
+            " (Debian: apt-get install postgresql-client wrk)."
+        )
     began = time.perf_counter()
     env.create_database()
     env.setup_django()
