@@ -5,9 +5,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
+from django.db import IntegrityError, OperationalError, connection, models, transaction
 from django.db.models import DEFERRED
 from django.db.models.sql import Query
-from django.db import IntegrityError, OperationalError, connection, models, transaction
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -49,6 +49,13 @@ def atomic_retry(func: Callable[P, R]) -> Callable[P, R]:
         raise AssertionError("unreachable")
 
     return wrapper
+
+
+def in_postgresql_autocommit() -> bool:
+    """Whether a statement here is its own transaction on PostgreSQL: where a
+    one-statement path may stand in for a transaction, and an error in it
+    (a path that undoes itself) breaks no enclosing transaction."""
+    return connection.vendor == "postgresql" and not connection.in_atomic_block
 
 
 @contextmanager

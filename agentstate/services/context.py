@@ -16,7 +16,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import DataError, IntegrityError, OperationalError, connection
 from django.utils import timezone
 
-from agentstate.db import atomic_retry, snapshot
+from agentstate.db import atomic_retry, in_postgresql_autocommit, snapshot
 from agentstate.exceptions import (
     BadInput,
     ScopeNotFound,
@@ -258,7 +258,7 @@ def push(scope: str, name: str, value: Any, *, owner: Owner = None, actor: str =
     """Append ``value``; absent becomes ``[value]``, a string ``s`` becomes ``[s, value]``."""
     _check_args(scope, name)
     check_json(value, "value")
-    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+    if in_postgresql_autocommit():
         appended = _append_in_one_statement(scope, name, value, owner, actor)
         if appended is not None:
             return appended
@@ -430,7 +430,7 @@ def pop(scope: str, name: str, mode: str = "LIFO", *, owner: Owner = None, actor
     """
     _check_args(scope, name)
     mode = _check_mode(mode)
-    if connection.vendor == "postgresql" and not connection.in_atomic_block:
+    if in_postgresql_autocommit():
         taken = _take_in_one_statement(scope, name, mode, owner, actor)
         if taken is not _MISSED:
             return taken
