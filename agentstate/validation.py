@@ -11,7 +11,7 @@ from typing import Any
 from agentstate.exceptions import BadInput
 from agentstate.models import KEY_LENGTH, RUN_ID_LENGTH
 
-RUN_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,%d}" % RUN_ID_LENGTH)
+RUN_ID_RE = re.compile(rf"[A-Za-z0-9._:-]{{1,{RUN_ID_LENGTH}}}")
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 

@@ -19,7 +19,9 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "demo-only-insecure-key-change-me")
 DEBUG = os.environ.get("DJANGO_DEBUG", "1") == "1"
-ALLOWED_HOSTS = os.environ.get("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver").split(",")
+ALLOWED_HOSTS = os.environ.get(
+    "DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver"
+).split(",")
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -135,7 +137,11 @@ else:
         "control_folder": str(CELERY_BROKER_DIR / "control"),
         "store_processed": False,
     }
-    for folder in (CELERY_BROKER_DIR, CELERY_BROKER_DIR / "processed", CELERY_BROKER_DIR / "control"):
+    for folder in (
+        CELERY_BROKER_DIR,
+        CELERY_BROKER_DIR / "processed",
+        CELERY_BROKER_DIR / "control",
+    ):
         folder.mkdir(parents=True, exist_ok=True)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = TIME_ZONE

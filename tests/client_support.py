@@ -60,7 +60,8 @@ def relay():
                 if isinstance(outcome, Exception):
                     raise outcome
                 return httpx.Response(
-                    outcome, json={"detail": "down", "code": "service_unavailable"},
+                    outcome,
+                    json={"detail": "down", "code": "service_unavailable"},
                     headers={"Retry-After": "0"},
                 )
             return real.handle_request(request)

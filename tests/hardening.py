@@ -113,13 +113,16 @@ def fill_path(path: str, values: dict[str, Any]) -> str:
     """``/api/runs/{run_id}/`` with the test's objects put in."""
     for name in [part[1:-1] for part in path.split("/") if part.startswith("{")]:
         assert name in values, f"no sample for path parameter {name!r}: add one to the test's world"
-        path = path.replace("{%s}" % name, str(values[name]))
+        path = path.replace(f"{{{name}}}", str(values[name]))
     return path
 
 
 def row_counts() -> dict[str, int]:
     """Rows of every agentstate model (and users), to prove a refusal stored nothing."""
-    counts = {m._meta.label: m._default_manager.count() for m in apps.get_app_config("agentstate").get_models()}
+    counts = {
+        m._meta.label: m._default_manager.count()
+        for m in apps.get_app_config("agentstate").get_models()
+    }
     counts["users"] = apps.get_model("auth", "User")._default_manager.count()
     return counts
 
@@ -164,11 +167,25 @@ class LiveServer:
         self.log = open(ROOT / "var" / f"live-server-{self.port}.log", "w+b")  # noqa: SIM115
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "gunicorn", "project.wsgi:application",
-                "--bind", f"127.0.0.1:{self.port}", "--workers", str(self.workers),
-                "--threads", str(self.threads), "--timeout", "60", "--graceful-timeout", "5",
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "project.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{self.port}",
+                "--workers",
+                str(self.workers),
+                "--threads",
+                str(self.threads),
+                "--timeout",
+                "60",
+                "--graceful-timeout",
+                "5",
             ],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

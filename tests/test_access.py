@@ -19,7 +19,14 @@ from django.db.models import Q
 from rest_framework.test import APIClient
 
 from agentstate.models import (
-    ApprovalCall, ApprovalRecord, ApprovalRequest, Element, PausedRun, Run, Scope, Variable,
+    ApprovalCall,
+    ApprovalRecord,
+    ApprovalRequest,
+    Element,
+    PausedRun,
+    Run,
+    Scope,
+    Variable,
 )
 from agentstate.services import approvals, context, pauses, runs
 
@@ -34,7 +41,9 @@ OWNER = object()  # a marker: "name alice as owner" in the request
 def user(django_user_model, name: str, *codenames: str):
     person = django_user_model.objects.create(username=name)
     for codename in codenames:
-        person.user_permissions.add(Permission.objects.get(content_type__app_label="agentstate", codename=codename))
+        person.user_permissions.add(
+            Permission.objects.get(content_type__app_label="agentstate", codename=codename)
+        )
     return django_user_model.objects.get(pk=person.pk)  # fresh permission cache
 
 
@@ -49,9 +58,17 @@ def owned_by(person) -> dict[str, list]:
     """Every row of ``person``'s objects, to prove a request changed none."""
     return {
         "scopes": list(Scope.objects.filter(owner=person).values()),
-        "variables": list(Variable.objects.filter(scope__owner=person).values("name", "value", "version", "head", "tail")),
-        "elements": list(Element.objects.filter(variable__scope__owner=person).values("position", "value")),
-        "pauses": list(PausedRun.objects.filter(Q(created_by=person) | Q(owner=person.username)).values()),
+        "variables": list(
+            Variable.objects.filter(scope__owner=person).values(
+                "name", "value", "version", "head", "tail"
+            )
+        ),
+        "elements": list(
+            Element.objects.filter(variable__scope__owner=person).values("position", "value")
+        ),
+        "pauses": list(
+            PausedRun.objects.filter(Q(created_by=person) | Q(owner=person.username)).values()
+        ),
         "runs": list(Run.objects.filter(created_by=person).values()),
         "requests": list(ApprovalRequest.objects.filter(created_by=person).values()),
         "records": list(ApprovalRecord.objects.filter(run__created_by=person).values()),
@@ -76,7 +93,9 @@ class Case:
     lists: bool = False  # a list endpoint: strangers get an empty page
     reveals: bool = True  # a success shows alice's data
     names_owner: bool = True  # takes ``owner`` naming whose object to act on
-    change_shows: bool = False  # the change permission also shows every object (as in Django's admin)
+    change_shows: bool = (
+        False  # the change permission also shows every object (as in Django's admin)
+    )
     roles: bool = True  # some model permission widens its reach (not so for creating a run)
 
     def send(self, person, ctx: dict, name_owner: bool):
@@ -120,53 +139,285 @@ CALL = {"tool_name": "tool", "call_id": "call-3"}
 RUN = "/api/runs/{run_id}/"
 
 CASES = [
-    Case("context-get", "get", "/api/context/", lambda c: {"scope": "s"}, 200, "view_scope", (), setup=with_scope),
-    Case("context-put", "put", "/api/context/", lambda c: {"scope": "s", "name": "v", "value": 1}, 200,
-         "", ("change_scope",), stranger=200, setup=with_scope, reveals=False),
-    Case("context-delete", "delete", "/api/context/", lambda c: {"scope": "s", "name": "v"}, 204,
-         "", ("change_scope",), setup=with_scope, query=True, reveals=False),
-    Case("context-push", "post", "/api/context/push/", lambda c: {"scope": "s", "name": "l", "value": 1}, 200,
-         "", ("change_scope",), stranger=200, setup=with_scope, reveals=False),
-    Case("context-pop", "post", "/api/context/pop/", lambda c: {"scope": "s", "name": "l"}, 200,
-         "", ("change_scope",), setup=with_scope),
-    Case("scopes-list", "get", "/api/scopes/", lambda c: {}, 200, "view_scope", (), stranger=200,
-         setup=with_scope, lists=True, reveals=False),
-    Case("scopes-delete", "delete", "/api/scopes/", lambda c: {"scope": "s"}, 204, "", ("change_scope",),
-         setup=with_scope, query=True, reveals=False),
-    Case("pauses-list", "get", "/api/pauses/", lambda c: {}, 200, "view_pausedrun", (), stranger=200,
-         setup=with_pause, lists=True, names_owner=False, change_shows=True),  # its ``owner`` is a filter
-    Case("pauses-put", "post", "/api/pauses/", lambda c: {**PAUSE, "payload": 1, "owner": c["me"]}, 201,
-         "", ("add_pausedrun", "change_pausedrun"), setup=with_pause, reveals=False),
-    Case("pauses-claim", "post", "/api/pauses/claim/", lambda c: {**PAUSE, "question_id": c["question_id"]}, 200,
-         "", ("change_pausedrun",), setup=with_pause),
-    Case("pauses-resolve", "post", "/api/pauses/resolve/", lambda c: PAUSE, 200, "", ("change_pausedrun",),
-         setup=with_claimed_pause, names_owner=False),
-    Case("pauses-cancel", "post", "/api/pauses/cancel/", lambda c: PAUSE, 204, "", ("change_pausedrun",),
-         setup=with_pause, reveals=False, names_owner=False),
-    Case("runs-create", "post", "/api/runs/", lambda c: {"run_id": f"{c['me']}-new"}, 201, stranger=201,
-         setup=with_run, reveals=False, names_owner=False, roles=False),
-    Case("runs-get", "get", RUN, lambda c: {}, 200, "view_run", setup=with_run, names_owner=False,
-         change_shows=True),
-    Case("runs-patch", "patch", RUN, lambda c: {"context": {"new": 1}}, 200, "", ("change_run",),
-         setup=with_run, reveals=False, names_owner=False),
-    Case("runs-usage", "post", RUN + "usage/", lambda c: {"requests": 1}, 200, "", ("change_run",),
-         setup=with_run, reveals=False, names_owner=False),
-    Case("approvals-get", "get", RUN + "approvals/", lambda c: {}, 200, "view_run", setup=with_run,
-         names_owner=False, change_shows=True),
-    Case("approvals-rebuild", "put", RUN + "approvals/", lambda c: {}, 200, "", ("change_run",),
-         setup=with_run, reveals=False, names_owner=False),
-    Case("approvals-approve", "post", RUN + "approvals/approve/", lambda c: CALL, 200, "", ("change_run",),
-         setup=with_run, names_owner=False),
-    Case("approvals-reject", "post", RUN + "approvals/reject/", lambda c: CALL, 200, "", ("change_run",),
-         setup=with_run, names_owner=False),
-    Case("run-approval-requests", "post", RUN + "approval-requests/", lambda c: CALL, 201, "", ("change_run",),
-         setup=with_run, reveals=False, names_owner=False),
-    Case("approval-requests-list", "get", "/api/approval-requests/", lambda c: {}, 200, "view_approvalrequest",
-         stranger=200, setup=with_run, lists=True, names_owner=False),
-    Case("approval-requests-get", "get", "/api/approval-requests/{id}/", lambda c: {}, 200,
-         "view_approvalrequest", setup=with_run, names_owner=False),
-    Case("events-list", "get", "/api/events/", lambda c: {}, 200, "view_pausedrun", (), stranger=200,
-         setup=with_pause, lists=True, reveals=False, names_owner=False),
+    Case(
+        "context-get",
+        "get",
+        "/api/context/",
+        lambda c: {"scope": "s"},
+        200,
+        "view_scope",
+        (),
+        setup=with_scope,
+    ),
+    Case(
+        "context-put",
+        "put",
+        "/api/context/",
+        lambda c: {"scope": "s", "name": "v", "value": 1},
+        200,
+        "",
+        ("change_scope",),
+        stranger=200,
+        setup=with_scope,
+        reveals=False,
+    ),
+    Case(
+        "context-delete",
+        "delete",
+        "/api/context/",
+        lambda c: {"scope": "s", "name": "v"},
+        204,
+        "",
+        ("change_scope",),
+        setup=with_scope,
+        query=True,
+        reveals=False,
+    ),
+    Case(
+        "context-push",
+        "post",
+        "/api/context/push/",
+        lambda c: {"scope": "s", "name": "l", "value": 1},
+        200,
+        "",
+        ("change_scope",),
+        stranger=200,
+        setup=with_scope,
+        reveals=False,
+    ),
+    Case(
+        "context-pop",
+        "post",
+        "/api/context/pop/",
+        lambda c: {"scope": "s", "name": "l"},
+        200,
+        "",
+        ("change_scope",),
+        setup=with_scope,
+    ),
+    Case(
+        "scopes-list",
+        "get",
+        "/api/scopes/",
+        lambda c: {},
+        200,
+        "view_scope",
+        (),
+        stranger=200,
+        setup=with_scope,
+        lists=True,
+        reveals=False,
+    ),
+    Case(
+        "scopes-delete",
+        "delete",
+        "/api/scopes/",
+        lambda c: {"scope": "s"},
+        204,
+        "",
+        ("change_scope",),
+        setup=with_scope,
+        query=True,
+        reveals=False,
+    ),
+    Case(
+        "pauses-list",
+        "get",
+        "/api/pauses/",
+        lambda c: {},
+        200,
+        "view_pausedrun",
+        (),
+        stranger=200,
+        setup=with_pause,
+        lists=True,
+        names_owner=False,
+        change_shows=True,
+    ),  # its ``owner`` is a filter
+    Case(
+        "pauses-put",
+        "post",
+        "/api/pauses/",
+        lambda c: {**PAUSE, "payload": 1, "owner": c["me"]},
+        201,
+        "",
+        ("add_pausedrun", "change_pausedrun"),
+        setup=with_pause,
+        reveals=False,
+    ),
+    Case(
+        "pauses-claim",
+        "post",
+        "/api/pauses/claim/",
+        lambda c: {**PAUSE, "question_id": c["question_id"]},
+        200,
+        "",
+        ("change_pausedrun",),
+        setup=with_pause,
+    ),
+    Case(
+        "pauses-resolve",
+        "post",
+        "/api/pauses/resolve/",
+        lambda c: PAUSE,
+        200,
+        "",
+        ("change_pausedrun",),
+        setup=with_claimed_pause,
+        names_owner=False,
+    ),
+    Case(
+        "pauses-cancel",
+        "post",
+        "/api/pauses/cancel/",
+        lambda c: PAUSE,
+        204,
+        "",
+        ("change_pausedrun",),
+        setup=with_pause,
+        reveals=False,
+        names_owner=False,
+    ),
+    Case(
+        "runs-create",
+        "post",
+        "/api/runs/",
+        lambda c: {"run_id": f"{c['me']}-new"},
+        201,
+        stranger=201,
+        setup=with_run,
+        reveals=False,
+        names_owner=False,
+        roles=False,
+    ),
+    Case(
+        "runs-get",
+        "get",
+        RUN,
+        lambda c: {},
+        200,
+        "view_run",
+        setup=with_run,
+        names_owner=False,
+        change_shows=True,
+    ),
+    Case(
+        "runs-patch",
+        "patch",
+        RUN,
+        lambda c: {"context": {"new": 1}},
+        200,
+        "",
+        ("change_run",),
+        setup=with_run,
+        reveals=False,
+        names_owner=False,
+    ),
+    Case(
+        "runs-usage",
+        "post",
+        RUN + "usage/",
+        lambda c: {"requests": 1},
+        200,
+        "",
+        ("change_run",),
+        setup=with_run,
+        reveals=False,
+        names_owner=False,
+    ),
+    Case(
+        "approvals-get",
+        "get",
+        RUN + "approvals/",
+        lambda c: {},
+        200,
+        "view_run",
+        setup=with_run,
+        names_owner=False,
+        change_shows=True,
+    ),
+    Case(
+        "approvals-rebuild",
+        "put",
+        RUN + "approvals/",
+        lambda c: {},
+        200,
+        "",
+        ("change_run",),
+        setup=with_run,
+        reveals=False,
+        names_owner=False,
+    ),
+    Case(
+        "approvals-approve",
+        "post",
+        RUN + "approvals/approve/",
+        lambda c: CALL,
+        200,
+        "",
+        ("change_run",),
+        setup=with_run,
+        names_owner=False,
+    ),
+    Case(
+        "approvals-reject",
+        "post",
+        RUN + "approvals/reject/",
+        lambda c: CALL,
+        200,
+        "",
+        ("change_run",),
+        setup=with_run,
+        names_owner=False,
+    ),
+    Case(
+        "run-approval-requests",
+        "post",
+        RUN + "approval-requests/",
+        lambda c: CALL,
+        201,
+        "",
+        ("change_run",),
+        setup=with_run,
+        reveals=False,
+        names_owner=False,
+    ),
+    Case(
+        "approval-requests-list",
+        "get",
+        "/api/approval-requests/",
+        lambda c: {},
+        200,
+        "view_approvalrequest",
+        stranger=200,
+        setup=with_run,
+        lists=True,
+        names_owner=False,
+    ),
+    Case(
+        "approval-requests-get",
+        "get",
+        "/api/approval-requests/{id}/",
+        lambda c: {},
+        200,
+        "view_approvalrequest",
+        setup=with_run,
+        names_owner=False,
+    ),
+    Case(
+        "events-list",
+        "get",
+        "/api/events/",
+        lambda c: {},
+        200,
+        "view_pausedrun",
+        (),
+        stranger=200,
+        setup=with_pause,
+        lists=True,
+        reveals=False,
+        names_owner=False,
+    ),
 ]
 by_case = pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 NAMING = [case for case in CASES if case.names_owner]
@@ -186,7 +437,11 @@ def test_every_endpoint_has_an_access_case():
     """An endpoint added to the API must be added to ``CASES`` (or to the exceptions here)."""
     covered = {(case.method, case.path) for case in CASES} | {("post", DECIDE)}
     public = {"/api/schema/", "/api/docs/"}
-    missing = [op.id for op in operations() if (op.method, op.path) not in covered and op.path not in public]
+    missing = [
+        op.id
+        for op in operations()
+        if (op.method, op.path) not in covered and op.path not in public
+    ]
     assert not missing, f"no access case for {missing}"
 
 
@@ -197,9 +452,13 @@ def test_anonymous_or_bad_credentials_answer_401(op, credentials, alice):
     api = APIClient()
     if credentials:
         api.credentials(HTTP_AUTHORIZATION=credentials)
-    response = getattr(api, op.method)(fill_path(op.path, {"run_id": "r1", "id": 1, "pk": 1}), {}, format="json")
+    response = getattr(api, op.method)(
+        fill_path(op.path, {"run_id": "r1", "id": 1, "pk": 1}), {}, format="json"
+    )
     assert response.status_code == 401, (response.status_code, response.content)
-    assert response.json()["code"] == "not_authenticated" and response.has_header("WWW-Authenticate")
+    assert response.json()["code"] == "not_authenticated" and response.has_header(
+        "WWW-Authenticate"
+    )
     assert owned_by(alice) == before
 
 
@@ -229,11 +488,15 @@ def test_stranger_gets_404_never_the_data_and_changes_nothing(case, alice, stran
 
 
 @pytest.mark.parametrize("case", NAMING, ids=[case.id for case in NAMING])
-def test_naming_another_owner_without_the_permission_is_403_and_changes_nothing(case, alice, stranger):
+def test_naming_another_owner_without_the_permission_is_403_and_changes_nothing(
+    case, alice, stranger
+):
     ctx = case.setup(alice)
     before = owned_by(alice)
     response = case.send(stranger, ctx, name_owner=True)
-    assert response.status_code == 403 and response.json()["code"] == "permission_denied", response.content
+    assert response.status_code == 403 and response.json()["code"] == "permission_denied", (
+        response.content
+    )
     assert SECRET not in response.content.decode()
     assert owned_by(alice) == before
 
@@ -247,17 +510,24 @@ def permission_roles():
         perms = [case.view_perm] if case.view_perm else list(case.change_perm)
         roles.append((case, tuple(perms), case.ok))
         # Holding the other kind of permission does not help (except where changing shows too).
-        other = "change_" + case.view_perm.split("_", 1)[1] if case.view_perm else "view_" + perms[-1].split("_", 1)[1]
+        other = (
+            "change_" + case.view_perm.split("_", 1)[1]
+            if case.view_perm
+            else "view_" + perms[-1].split("_", 1)[1]
+        )
         refused = 200 if case.lists else 403 if case.names_owner else 404
         roles.append((case, (other,), case.ok if case.change_shows and not case.lists else refused))
     return roles
 
 
 @pytest.mark.parametrize(
-    ("case", "perms", "expected"), permission_roles(),
+    ("case", "perms", "expected"),
+    permission_roles(),
     ids=[f"{c.id}-{'+'.join(p)}" for c, p, _ in permission_roles()],
 )
-def test_model_permission_reaches_every_users_object(case, perms, expected, alice, django_user_model):
+def test_model_permission_reaches_every_users_object(
+    case, perms, expected, alice, django_user_model
+):
     ctx = case.setup(alice)
     holder = user(django_user_model, "holder", *perms)
     before = owned_by(alice)
@@ -284,7 +554,11 @@ def test_naming_an_unknown_owner_with_the_permission_is_400(codename, django_use
     if codename == "view_scope":
         response = api.get("/api/context/", {"scope": "s", "owner": "nobody"})
     else:
-        response = api.put("/api/context/", {"scope": "s", "name": "n", "value": 1, "owner": "nobody"}, format="json")
+        response = api.put(
+            "/api/context/",
+            {"scope": "s", "name": "n", "value": 1, "owner": "nobody"},
+            format="json",
+        )
     assert response.status_code == 400 and response.json()["field"] == "owner"
     assert not Scope.objects.exists()
 
@@ -299,9 +573,14 @@ def test_naming_another_owner_is_403_whether_or_not_the_scope_exists(alice, stra
 def test_another_users_pause_and_a_missing_one_answer_alike(alice, stranger):
     ctx = with_pause(alice)
     api = client(stranger)
-    theirs = api.post("/api/pauses/claim/", {**PAUSE, "question_id": ctx["question_id"]}, format="json")
-    missing = api.post("/api/pauses/claim/", {"chat_id": "none", "tool_call_id": "none",
-                                              "question_id": ctx["question_id"]}, format="json")
+    theirs = api.post(
+        "/api/pauses/claim/", {**PAUSE, "question_id": ctx["question_id"]}, format="json"
+    )
+    missing = api.post(
+        "/api/pauses/claim/",
+        {"chat_id": "none", "tool_call_id": "none", "question_id": ctx["question_id"]},
+        format="json",
+    )
     assert theirs.status_code == missing.status_code == 404
     assert theirs.json()["code"] == missing.json()["code"] == "pause_not_found"
 
@@ -309,14 +588,20 @@ def test_another_users_pause_and_a_missing_one_answer_alike(alice, stranger):
 DECIDE = "/api/approval-requests/{id}/decide/"
 
 
-@pytest.mark.parametrize("perms", [(), ("view_approvalrequest",), ("change_approvalrequest",), ("change_run",)])
+@pytest.mark.parametrize(
+    "perms", [(), ("view_approvalrequest",), ("change_approvalrequest",), ("change_run",)]
+)
 @pytest.mark.parametrize("who", ["owner", "other"])
-def test_deciding_without_the_permission_is_403_even_for_ones_own_request(who, perms, alice, django_user_model):
+def test_deciding_without_the_permission_is_403_even_for_ones_own_request(
+    who, perms, alice, django_user_model
+):
     ctx = with_run(alice)
     person = alice if who == "owner" and not perms else user(django_user_model, "holder", *perms)
     before = owned_by(alice)
     response = client(person).post(fill_path(DECIDE, ctx), {"decision": "approve"}, format="json")
-    assert response.status_code == 403 and response.json()["code"] == "permission_denied", response.content
+    assert response.status_code == 403 and response.json()["code"] == "permission_denied", (
+        response.content
+    )
     assert SECRET not in response.content.decode()
     assert owned_by(alice) == before
 
@@ -327,15 +612,22 @@ def test_a_reviewer_decides_every_users_request(decision, alice, django_user_mod
     reviewer = user(django_user_model, "reviewer", "decide_approvalrequest")
     response = client(reviewer).post(fill_path(DECIDE, ctx), {"decision": decision}, format="json")
     assert response.status_code == 200, response.content
-    assert response.json()["status"] == {"approve": "approved", "reject": "rejected"}[decision] and response.json()["decided_by"] == "reviewer"
-    missing = client(reviewer).post(fill_path(DECIDE, {"id": ctx["id"] + 1000}), {"decision": decision}, format="json")
+    assert (
+        response.json()["status"] == {"approve": "approved", "reject": "rejected"}[decision]
+        and response.json()["decided_by"] == "reviewer"
+    )
+    missing = client(reviewer).post(
+        fill_path(DECIDE, {"id": ctx["id"] + 1000}), {"decision": decision}, format="json"
+    )
     assert missing.status_code == 404 and missing.json()["code"].endswith("not_found")
 
 
 def test_creating_a_run_under_another_users_id_is_409_and_changes_nothing(alice, stranger):
     ctx = with_run(alice)
     before = owned_by(alice)
-    response = client(stranger).post("/api/runs/", {"run_id": ctx["run_id"], "context": {"x": 1}}, format="json")
+    response = client(stranger).post(
+        "/api/runs/", {"run_id": ctx["run_id"], "context": {"x": 1}}, format="json"
+    )
     assert response.status_code == 409 and response.json()["code"] == "run_exists"
     assert SECRET not in response.content.decode()
     assert owned_by(alice) == before

@@ -29,9 +29,21 @@ class ScriptedModel(Model):
         self.steps = list(steps)
         self.inputs: list = []
 
-    async def get_response(self, system_instructions, input, model_settings, tools, output_schema,
-                           handoffs, tracing, *, previous_response_id=None, conversation_id=None,
-                           prompt=None, **kwargs) -> ModelResponse:
+    async def get_response(
+        self,
+        system_instructions,
+        input,
+        model_settings,
+        tools,
+        output_schema,
+        handoffs,
+        tracing,
+        *,
+        previous_response_id=None,
+        conversation_id=None,
+        prompt=None,
+        **kwargs,
+    ) -> ModelResponse:
         self.inputs.append(input)
         return ModelResponse(output=self.steps.pop(0), usage=Usage(**STEP_USAGE), response_id=None)
 
@@ -98,7 +110,9 @@ def test_approved_call_runs_once_after_the_reviewer_decides(reviewer):
     assert outcome.status == WAITING and first.sent == []
     [request] = outcome.pending
     assert (request.tool_name, request.call_id, request.arguments) == (
-        "send_email", "call-1", {"to": "bob"}
+        "send_email",
+        "call-1",
+        {"to": "bob"},
     )
     later = Mailer(done("mailed"))  # another process: same agent, fresh objects
     assert later.bridge().resume("run-approve").status == WAITING
@@ -109,8 +123,12 @@ def test_approved_call_runs_once_after_the_reviewer_decides(reviewer):
     assert first.sent + later.sent == ["bob"]
     run = Run.objects.get(run_id="run-approve")
     assert run.usage == {
-        "requests": 2, "input_tokens": 20, "output_tokens": 8, "total_tokens": 28,
-        "cached_tokens": 0, "reasoning_tokens": 0,
+        "requests": 2,
+        "input_tokens": 20,
+        "output_tokens": 8,
+        "total_tokens": 28,
+        "cached_tokens": 0,
+        "reasoning_tokens": 0,
     }
     assert later.bridge().resume("run-approve").status == BUSY
     assert first.sent + later.sent == ["bob"]
@@ -124,7 +142,9 @@ def test_rejected_call_never_runs_and_the_model_hears_why(reviewer):
     outcome = later.bridge().resume(outcome.run_id)
     assert outcome.status == FINISHED and outcome.final_output == "did not mail"
     assert first.sent == later.sent == []
-    sent_back = [item for item in later.model.inputs[-1] if item.get("type") == "function_call_output"]
+    sent_back = [
+        item for item in later.model.inputs[-1] if item.get("type") == "function_call_output"
+    ]
     assert [item["output"] for item in sent_back] == ["not eve"]
     assert Run.objects.get(run_id=outcome.run_id).usage["requests"] == 2
 

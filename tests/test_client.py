@@ -31,12 +31,17 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_put_get_push_pop_delete_round_trip(ac):
     assert ac.put("s", "plan", {"step": 1}) == {
-        "scope": "s", "name": "plan", "value": {"step": 1}, "version": 1
+        "scope": "s",
+        "name": "plan",
+        "value": {"step": 1},
+        "version": 1,
     }
     assert ac.push("s", "todo", "a") == {"scope": "s", "name": "todo", "length": 1, "version": 1}
     assert ac.push("s", "todo", "b")["length"] == 2
     assert ac.get("s", ["plan", "todo", "missing"]) == {
-        "plan": {"step": 1}, "todo": ["a", "b"], "missing": None
+        "plan": {"step": 1},
+        "todo": ["a", "b"],
+        "missing": None,
     }
     assert ac.pop("s", "todo", "fifo") == "a"
     assert ac.get("s") == {"plan": {"step": 1}, "todo": "b"}
@@ -150,7 +155,10 @@ def test_unreachable_server_is_retried_then_reported(live_server):
         raise httpx.ConnectError("connection refused", request=request)
 
     client = AgentStateClient(
-        "http://agentstate.invalid/api/", token="t", retries=2, backoff=0,
+        "http://agentstate.invalid/api/",
+        token="t",
+        retries=2,
+        backoff=0,
         transport=httpx.MockTransport(refuse),
     )
     with pytest.raises(Unreachable) as caught:

@@ -22,8 +22,12 @@ from .client_support import ac, remote  # noqa: F401 - fixtures
 pytestmark = pytest.mark.django_db(transaction=True)
 
 ZERO = {
-    "requests": 0, "input_tokens": 0, "output_tokens": 0, "total_tokens": 0,
-    "cached_tokens": 0, "reasoning_tokens": 0,
+    "requests": 0,
+    "input_tokens": 0,
+    "output_tokens": 0,
+    "total_tokens": 0,
+    "cached_tokens": 0,
+    "reasoning_tokens": 0,
 }
 
 
@@ -56,8 +60,12 @@ def test_usage_accumulates(ac):
     ac.add_usage("run-1", input_tokens=10, output_tokens=5)
     usage = ac.add_usage("run-1", requests=2, input_tokens=1, total_tokens=100, cached_tokens=3)
     assert usage == {
-        "requests": 3, "input_tokens": 11, "output_tokens": 5, "total_tokens": 115,
-        "cached_tokens": 3, "reasoning_tokens": 0,
+        "requests": 3,
+        "input_tokens": 11,
+        "output_tokens": 5,
+        "total_tokens": 115,
+        "cached_tokens": 3,
+        "reasoning_tokens": 0,
     }
     with pytest.raises(InvalidInput) as caught:
         ac.add_usage("run-1", input_tokens=-1)
@@ -86,14 +94,20 @@ def test_review_queue(ac, remote, make_user):
     assert created and request["status"] == "pending" and request["arguments"] == {"to": "bob"}
     again, created = ac.request_approval("run-1", "mail", "c1", {"to": "bob"})
     assert not created and again["id"] == request["id"]
-    assert [r["id"] for r in ac.list_approval_requests(status="pending", run_id="run-1")] == [request["id"]]
+    assert [r["id"] for r in ac.list_approval_requests(status="pending", run_id="run-1")] == [
+        request["id"]
+    ]
     assert ac.get_approval_request(request["id"])["call_id"] == "c1"
 
     with pytest.raises(PermissionDenied):
         ac.decide(request["id"], "approve")
     reviewer = remote(make_user("reviewer", "agentstate.decide_approvalrequest"))
     decided = reviewer.decide(request["id"], "approve", reason="fine")
-    assert (decided["status"], decided["decided_by"], decided["reason"]) == ("approved", "reviewer", "fine")
+    assert (decided["status"], decided["decided_by"], decided["reason"]) == (
+        "approved",
+        "reviewer",
+        "fine",
+    )
     assert ac.is_tool_approved("run-1", "mail", "c1") is True
     with pytest.raises(AlreadyDecided) as caught:
         reviewer.decide(request["id"], "reject")

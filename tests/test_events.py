@@ -40,7 +40,11 @@ def test_record_writes_the_event_with_who_what_and_which_object(alice):
     event = record_pause("pause.created", pause, user=alice)
     event.refresh_from_db()
     assert (event.kind, event.actor, event.user, event.object_type, event.object_id) == (
-        "pause.created", "alice", alice, "pausedrun", "c1/call",
+        "pause.created",
+        "alice",
+        alice,
+        "pausedrun",
+        "c1/call",
     )
     assert event.created_by == alice and event.owner == "alice" and event.created_at is not None
 
@@ -54,7 +58,9 @@ def test_record_in_a_rolled_back_transaction_leaves_no_event(alice):
 
 
 def test_explicit_actor_wins_over_the_user(alice):
-    event = events.record("pause.claimed", make_pause("c1", alice), object_id="c1/call", user=alice, actor="agent-7")
+    event = events.record(
+        "pause.claimed", make_pause("c1", alice), object_id="c1/call", user=alice, actor="agent-7"
+    )
     assert event.actor == "agent-7" and event.user == alice
 
 
@@ -106,7 +112,10 @@ def test_filters_by_object_and_kind(api, alice):
     record_pause("pause.created", second, user=alice)
     assert ids(api.get(URL, {"object_id": "a/call"})) == ["a/call", "a/call"]
     assert ids(api.get(URL, {"kind": "pause.claimed"})) == ["a/call"]
-    assert ids(api.get(URL, {"object_type": "pausedrun", "kind": "pause.created"})) == ["b/call", "a/call"]
+    assert ids(api.get(URL, {"object_type": "pausedrun", "kind": "pause.created"})) == [
+        "b/call",
+        "a/call",
+    ]
     assert ids(api.get(URL, {"object_type": "run"})) == []
 
 
@@ -114,11 +123,25 @@ def test_newest_first_and_paginated(api, alice):
     for i in range(5):
         record_pause("pause.created", make_pause(f"c{i}", created_by=alice), user=alice)
     body = api.get(URL, {"page_size": 2}).json()
-    assert body["count"] == 5 and len(body["results"]) == 2 and body["next"] and body["previous"] is None
+    assert (
+        body["count"] == 5
+        and len(body["results"]) == 2
+        and body["next"]
+        and body["previous"] is None
+    )
     assert [row["object_id"] for row in body["results"]] == ["c4/call", "c3/call"]
     row = body["results"][0]
     assert set(row) == {
-        "id", "kind", "actor", "user", "object_type", "object_id", "created_by", "owner", "details", "created_at",
+        "id",
+        "kind",
+        "actor",
+        "user",
+        "object_type",
+        "object_id",
+        "created_by",
+        "owner",
+        "details",
+        "created_at",
     }
 
 
@@ -163,7 +186,10 @@ def test_admin_lists_filters_and_searches_events(admin_client, alice):
     assert b"findme/call" in admin_client.get(changelist, {"kind": "pause.created"}).content
     found = admin_client.get(changelist, {"q": "findme"}).content
     assert b"findme/call" in found and b"other/call" not in found
-    assert b"findme/call" in admin_client.get(changelist, {"q": "alice", "object_type": "pausedrun"}).content
+    assert (
+        b"findme/call"
+        in admin_client.get(changelist, {"q": "alice", "object_type": "pausedrun"}).content
+    )
 
 
 def test_admin_cannot_add_change_or_delete_events(admin_client, alice):
@@ -172,6 +198,11 @@ def test_admin_cannot_add_change_or_delete_events(admin_client, alice):
     page = admin_client.get(f"/admin/agentstate/event/{event.pk}/change/")
     assert page.status_code == 200 and b'name="_save"' not in page.content
     admin_client.post(f"/admin/agentstate/event/{event.pk}/change/", {"kind": "pause.resolved"})
-    assert admin_client.post(f"/admin/agentstate/event/{event.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(
+            f"/admin/agentstate/event/{event.pk}/delete/", {"post": "yes"}
+        ).status_code
+        == 403
+    )
     event.refresh_from_db()
     assert event.kind == "pause.created"

@@ -28,7 +28,11 @@ def test_a_fresh_site_gets_the_same_api(tmp_path):
     assert out["put"][0] == 200
     assert json.loads(out["put"][1])["version"] == 1
     assert out["bad"][0] == 400
-    assert json.loads(out["bad"][1]) == {"detail": "nope: Unknown field.", "code": "invalid", "field": "nope"}
+    assert json.loads(out["bad"][1]) == {
+        "detail": "nope: Unknown field.",
+        "code": "invalid",
+        "field": "nope",
+    }
     assert out["missing"][0] == 404
     assert json.loads(out["missing"][1])["code"] == "scope_not_found"
     assert json.loads(out["scopes"][1])["count"] == 1

@@ -26,20 +26,36 @@ SEED = os.environ.get("AGENTSTATE_FUZZ_SEED", "20240605")
 
 
 @pytest.mark.django_db(transaction=True)
-def test_fuzzing_the_schema_finds_no_server_error_and_no_schema_mismatch(django_user_model, tmp_path):
+def test_fuzzing_the_schema_finds_no_server_error_and_no_schema_mismatch(
+    django_user_model, tmp_path
+):
     user = django_user_model.objects.create(username="fuzzer", is_staff=True, is_superuser=True)
     token = Token.objects.create(user=user).key
     st = Path(sys.executable).with_name("st")
     with LiveServer(database_env(), workers=2, threads=4) as server:
         result = subprocess.run(
             [
-                str(st), "run", f"{server.url}/api/schema/?format=json",
-                "--header", f"Authorization: Token {token}",
-                "--checks", "not_a_server_error,response_schema_conformance",
-                "--max-examples", EXAMPLES, "--seed", SEED, "--workers", "1",
-                "--request-timeout", "30", "--no-color",
+                str(st),
+                "run",
+                f"{server.url}/api/schema/?format=json",
+                "--header",
+                f"Authorization: Token {token}",
+                "--checks",
+                "not_a_server_error,response_schema_conformance",
+                "--max-examples",
+                EXAMPLES,
+                "--seed",
+                SEED,
+                "--workers",
+                "1",
+                "--request-timeout",
+                "30",
+                "--no-color",
             ],
-            cwd=tmp_path, capture_output=True, text=True, timeout=900,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=900,
             env={**os.environ, "SCHEMATHESIS_HOOKS": "", "NO_COLOR": "1"},
         )
         server_log = server.output()

@@ -15,15 +15,33 @@ from django.test import Client
 from agentstate.conf import agentstate_settings
 from agentstate.models import ApprovalRequest, Run
 
-from .hardening import body_operations, fill_path, resolve, row_counts, sample_body, write_operations
+from .hardening import (
+    body_operations,
+    fill_path,
+    resolve,
+    row_counts,
+    sample_body,
+    write_operations,
+)
 
 pytestmark = pytest.mark.django_db
 
 BODY_OPS = body_operations()
 WRITE_OPS = write_operations()
 READ_ONLY_FIELDS = (
-    "status", "question_id", "created_at", "expires_at", "claimed_at", "claimed_by",
-    "resolved_at", "decided_by", "decided_at", "version", "id", "created_by", "updated_at",
+    "status",
+    "question_id",
+    "created_at",
+    "expires_at",
+    "claimed_at",
+    "claimed_by",
+    "resolved_at",
+    "decided_by",
+    "decided_at",
+    "version",
+    "id",
+    "created_by",
+    "updated_at",
 )
 
 
@@ -43,7 +61,8 @@ def field_cases(kind):
             if not node.get("readOnly"):
                 cases.append((op, name, node))
     return pytest.mark.parametrize(
-        ("op", "prop", "node"), [c for c in cases if kind(c[1], c[2])],
+        ("op", "prop", "node"),
+        [c for c in cases if kind(c[1], c[2])],
         ids=[f"{c[0].id} {c[1]}" for c in cases if kind(c[1], c[2])],
     )
 
@@ -58,7 +77,9 @@ def root(django_user_model):
 def world(root):
     """Objects the path parameters name, owned by the caller."""
     run = Run.objects.create(run_id="r1", created_by=root)
-    request = ApprovalRequest.objects.create(run=run, tool_name="tool", call_id="call-1", created_by=root)
+    request = ApprovalRequest.objects.create(
+        run=run, tool_name="tool", call_id="call-1", created_by=root
+    )
     return {"run_id": run.run_id, "id": request.pk, "pk": request.pk}
 
 
@@ -71,7 +92,9 @@ def send(api_for, root, world):
         before = row_counts()
         if isinstance(body, str):
             body = body.encode("utf-8", "surrogatepass")
-        response = client.generic(op.method.upper(), fill_path(op.path, world), body, content_type, **extra)
+        response = client.generic(
+            op.method.upper(), fill_path(op.path, world), body, content_type, **extra
+        )
         assert 400 <= response.status_code < 500, (response.status_code, response.content[:300])
         payload = response.json()
         assert payload["detail"] and payload["code"], payload
@@ -111,7 +134,10 @@ def test_chunked_body_over_the_limit_is_413(send, op):
     """No Content-Length (a chunked request the server has de-chunked)."""
     raw = ('{"padding": "' + "x" * agentstate_settings.MAX_BODY_BYTES + '"}').encode()
     status, payload = send(
-        op, b"", CONTENT_LENGTH="", HTTP_TRANSFER_ENCODING="chunked",
+        op,
+        b"",
+        CONTENT_LENGTH="",
+        HTTP_TRANSFER_ENCODING="chunked",
         **{"wsgi.input": io.BytesIO(raw), "wsgi.input_terminated": True},
     )
     assert (status, payload["code"]) == (413, "body_too_large")
@@ -148,7 +174,11 @@ def test_depth_exactly_at_the_limit_is_accepted_and_one_more_refused(api, operat
 def test_chunked_body_within_the_limit_is_read(api):
     raw = json.dumps({"scope": "s", "name": "n", "value": "chunked"}).encode()
     response = api.generic(
-        "PUT", "/api/context/", b"", "application/json", CONTENT_LENGTH="",
+        "PUT",
+        "/api/context/",
+        b"",
+        "application/json",
+        CONTENT_LENGTH="",
         **{"wsgi.input": io.BytesIO(raw), "wsgi.input_terminated": True},
     )
     assert response.status_code == 200, response.json()
@@ -175,8 +205,20 @@ def test_chunked_body_within_the_limit_is_read(api):
         ('{"a\\u0000": 1}', "must not contain U+0000"),
         ('{"a": ["ok", {"b": "\\udfff"}]}', "unpaired surrogate"),
     ],
-    ids=["truncated", "trailing-comma", "single-quotes", "not-utf8", "nan", "infinity",
-         "minus-infinity", "overflowing-float", "nul", "lone-surrogate", "nul-in-key", "nested-surrogate"],
+    ids=[
+        "truncated",
+        "trailing-comma",
+        "single-quotes",
+        "not-utf8",
+        "nan",
+        "infinity",
+        "minus-infinity",
+        "overflowing-float",
+        "nul",
+        "lone-surrogate",
+        "nul-in-key",
+        "nested-surrogate",
+    ],
 )
 def test_malformed_or_unstorable_json_is_400(send, op, raw, says):
     status, payload = send(op, raw)
@@ -184,8 +226,11 @@ def test_malformed_or_unstorable_json_is_400(send, op, raw, says):
 
 
 def test_unstorable_text_deep_in_a_body_names_its_place(api):
-    response = api.put("/api/context/", '{"scope": "s", "name": "n", "value": {"k": [1, "\\u0000"]}}',
-                       content_type="application/json")
+    response = api.put(
+        "/api/context/",
+        '{"scope": "s", "name": "n", "value": {"k": [1, "\\u0000"]}}',
+        content_type="application/json",
+    )
     assert response.status_code == 400
     assert response.json()["field"] == "value.k.1" and "U+0000" in response.json()["detail"]
 
@@ -200,7 +245,10 @@ def test_body_that_is_not_an_object_is_400(send, op, raw):
 
 
 @by_id(BODY_OPS)
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"])
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"],
+)
 def test_body_that_is_not_json_is_415(send, op, content_type):
     status, payload = send(op, body_of(op), content_type=content_type)
     assert status == 415 and payload["code"] == "unsupported_media_type"
@@ -212,7 +260,9 @@ def test_body_that_is_not_json_is_415(send, op, content_type):
 @by_id([op for op in BODY_OPS if not op.body_schema.get("additionalProperties")])
 def test_unknown_field_is_400_naming_it(send, op):
     status, payload = send(op, body_of(op, unexpected_field=1))
-    assert (status, payload["field"]) == (400, "unexpected_field") and "Unknown field" in payload["detail"]
+    assert (status, payload["field"]) == (400, "unexpected_field") and "Unknown field" in payload[
+        "detail"
+    ]
 
 
 READ_ONLY_CASES = [
@@ -224,7 +274,9 @@ READ_ONLY_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("op", "name"), READ_ONLY_CASES, ids=[f"{op.id} {name}" for op, name in READ_ONLY_CASES])
+@pytest.mark.parametrize(
+    ("op", "name"), READ_ONLY_CASES, ids=[f"{op.id} {name}" for op, name in READ_ONLY_CASES]
+)
 def test_read_only_field_is_refused_as_unknown(send, op, name):
     status, payload = send(op, body_of(op, **{name: "2000-01-01T00:00:00Z"}))
     assert (status, payload["field"]) == (400, name)
@@ -258,14 +310,22 @@ def test_over_long_text_is_400_naming_the_field(send, op, prop, node):
     assert (status, payload.get("field")) == (400, prop), payload
 
 
-@field_cases(lambda name, node: node.get("type") == "string" and "enum" not in node and node.get("format") != "uuid")
-@pytest.mark.parametrize(("text", "says"), [("a\x00b", "U+0000"), ("a\ud800b", "unpaired surrogate")])
+@field_cases(
+    lambda name, node: node.get("type") == "string"
+    and "enum" not in node
+    and node.get("format") != "uuid"
+)
+@pytest.mark.parametrize(
+    ("text", "says"), [("a\x00b", "U+0000"), ("a\ud800b", "unpaired surrogate")]
+)
 def test_unstorable_text_is_400_naming_the_field(send, op, prop, node, text, says):
     status, payload = send(op, body_of(op, **{prop: text}))
     assert (status, payload.get("field")) == (400, prop) and says in payload["detail"], payload
 
 
-@field_cases(lambda name, node: "enum" in node or node.get("format") == "uuid" or name in CHOICE_FIELDS)
+@field_cases(
+    lambda name, node: "enum" in node or node.get("format") == "uuid" or name in CHOICE_FIELDS
+)
 def test_value_outside_the_choices_is_400_naming_the_field(send, op, prop, node):
     status, payload = send(op, body_of(op, **{prop: "sideways"}))
     assert (status, payload.get("field")) == (400, prop), payload
@@ -283,7 +343,9 @@ def test_out_of_range_integer_is_a_4xx_never_a_5xx(send, op, prop, node, value):
 def test_unknown_pop_mode_is_400_naming_mode(api, mode):
     api.post("/api/context/push/", {"scope": "s", "name": "n", "value": 1}, format="json")
     before = row_counts()
-    response = api.post("/api/context/pop/", {"scope": "s", "name": "n", "mode": mode}, format="json")
+    response = api.post(
+        "/api/context/pop/", {"scope": "s", "name": "n", "mode": mode}, format="json"
+    )
     assert response.status_code == 400 and response.json()["field"] == "mode", response.json()
     assert row_counts() == before
     assert api.get("/api/context/", {"scope": "s"}).json()["values"] == {"n": [1]}
@@ -303,7 +365,9 @@ def test_unknown_query_parameter_is_400(send, op):
 @by_id([op for op in WRITE_OPS if op.parameters("query")])
 @pytest.mark.parametrize(("text", "says"), [("k" * 256, "255"), ("a%00b", "U+0000")])
 def test_bad_query_text_is_400_naming_the_parameter(send, op, text, says):
-    names = [p["name"] for p in op.parameters("query") if resolve(p["schema"]).get("type") == "string"]
+    names = [
+        p["name"] for p in op.parameters("query") if resolve(p["schema"]).get("type") == "string"
+    ]
     for name in names:
         query = {p["name"]: "x" for p in op.parameters("query") if p.get("required")}
         query[name] = text

@@ -37,9 +37,13 @@ def test_unreachable_database_answers_503_then_reconnects_when_it_is_back(api):
     if connection.vendor == "postgresql":
         connection.settings_dict.update(HOST="127.0.0.1", PORT=str(free_port()))
     else:
-        connection.settings_dict["NAME"] = str(Path(tempfile.gettempdir()) / "no-such-dir" / "db.sqlite3")
+        connection.settings_dict["NAME"] = str(
+            Path(tempfile.gettempdir()) / "no-such-dir" / "db.sqlite3"
+        )
     try:
-        down = api.post("/api/context/push/", {"scope": "s", "name": "n", "value": 1}, format="json")
+        down = api.post(
+            "/api/context/push/", {"scope": "s", "name": "n", "value": 1}, format="json"
+        )
         assert down.status_code == 503, down.content
         assert down.json()["code"] == "service_unavailable" and "database" in down.json()["detail"]
         assert down["Retry-After"] == "1"
@@ -62,13 +66,19 @@ def test_unreachable_database_answers_503_then_reconnects_when_it_is_back(api):
 @pytest.mark.postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_connection_killed_between_requests_answers_503_once_then_reconnects(api):
-    assert api.put("/api/context/", {"scope": "s", "name": "n", "value": 1}, format="json").status_code == 200
+    assert (
+        api.put("/api/context/", {"scope": "s", "name": "n", "value": 1}, format="json").status_code
+        == 200
+    )
     pid = connection.connection.info.backend_pid
     settings = connection.settings_dict
     with psycopg.connect(
-        host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
-        user=settings["USER"] or "postgres", password=settings["PASSWORD"] or None,
-        dbname=settings["NAME"], autocommit=True,
+        host=settings["HOST"] or "127.0.0.1",
+        port=settings["PORT"] or 5432,
+        user=settings["USER"] or "postgres",
+        password=settings["PASSWORD"] or None,
+        dbname=settings["NAME"],
+        autocommit=True,
     ) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
     lost = api.put("/api/context/", {"scope": "s", "name": "n", "value": 2}, format="json")
@@ -98,7 +108,9 @@ class ThrowawayCluster:
         self.as_postgres = os.geteuid() == 0  # initdb refuses to run as root
         if self.as_postgres:
             shutil.chown(self.dir, "postgres", "postgres")
-        self._run(_pg_bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync")
+        self._run(
+            _pg_bin("initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync"
+        )
 
     def _run(self, *args: str) -> None:
         command = ["runuser", "-u", "postgres", "--", *args] if self.as_postgres else list(args)
@@ -106,8 +118,20 @@ class ThrowawayCluster:
         assert result.returncode == 0, result.stdout + result.stderr
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c max_connections=60"
-        self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
+        options = (
+            f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c max_connections=60"
+        )
+        self._run(
+            _pg_bin("pg_ctl"),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.dir / "log"),
+            "-w",
+            "start",
+        )
 
     def stop(self) -> None:
         """Stopped hard, like a crash: clients are cut off, recovery replays the WAL."""
@@ -121,7 +145,8 @@ class ThrowawayCluster:
         subprocess.run(
             (["runuser", "-u", "postgres", "--"] if self.as_postgres else [])
             + [_pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "stop"],
-            capture_output=True, timeout=60,
+            capture_output=True,
+            timeout=60,
         )
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -131,7 +156,9 @@ def cluster():
     cluster = ThrowawayCluster()
     try:
         cluster.start()
-        with psycopg.connect(f"host=127.0.0.1 port={cluster.port} user=postgres dbname=postgres", autocommit=True) as c:
+        with psycopg.connect(
+            f"host=127.0.0.1 port={cluster.port} user=postgres dbname=postgres", autocommit=True
+        ) as c:
             c.execute("CREATE DATABASE agentstate_restart")
         yield cluster
     finally:
@@ -140,7 +167,12 @@ def cluster():
 
 def _manage(env: dict[str, str], *args: str) -> str:
     result = subprocess.run(
-        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
@@ -155,7 +187,9 @@ class Load:
         self.url, self.token, self.pauses, self.workers = url, token, pauses, workers
         self.stop = threading.Event()
         self.lock = threading.Lock()
-        self.acked: dict[int, list[int]] = defaultdict(list)  # worker -> values acknowledged, in order
+        self.acked: dict[int, list[int]] = defaultdict(
+            list
+        )  # worker -> values acknowledged, in order
         self.attempted: dict[int, set[int]] = defaultdict(set)
         self.claims_won: Counter = Counter()
         self.statuses: Counter = Counter()
@@ -175,7 +209,8 @@ class Load:
                     self.attempted[worker].add(i)
                     response = session.post(
                         f"{self.url}/api/context/push/",
-                        json={"scope": "load", "name": f"list-{worker}", "value": i}, timeout=30,
+                        json={"scope": "load", "name": f"list-{worker}", "value": i},
+                        timeout=30,
                     )
                 else:
                     response = session.post(f"{self.url}/api/pauses/claim/", json=claim, timeout=30)
@@ -201,7 +236,9 @@ class Load:
                 time.sleep(0.01)
 
     def __enter__(self) -> "Load":
-        self.threads = [threading.Thread(target=self._worker, args=(w,)) for w in range(self.workers)]
+        self.threads = [
+            threading.Thread(target=self._worker, args=(w,)) for w in range(self.workers)
+        ]
         for thread in self.threads:
             thread.start()
         return self
@@ -215,41 +252,73 @@ class Load:
         """Seconds until ``condition()``; a hang guard, not a speed assertion."""
         started = time.monotonic()
         while not condition():
-            assert time.monotonic() - started < limit, f"gave up waiting for {what}: {self.statuses}"
+            assert time.monotonic() - started < limit, (
+                f"gave up waiting for {what}: {self.statuses}"
+            )
             time.sleep(0.05)
         return time.monotonic() - started
 
 
 @pytest.mark.postgres_only
-def test_postgresql_restart_under_load_loses_no_acknowledged_write_and_claims_no_pause_twice(cluster):
+def test_postgresql_restart_under_load_loses_no_acknowledged_write_and_claims_no_pause_twice(
+    cluster,
+):
     env = {**database_env(), "DATABASE_URL": cluster.url}
     _manage(env, "migrate", "-v0")
-    token = _manage(env, "shell", "-c", (
-        "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token;"
-        "u = User.objects.create_user('agent'); print(Token.objects.create(user=u).key)"
-    )).strip().splitlines()[-1]
+    token = (
+        _manage(
+            env,
+            "shell",
+            "-c",
+            (
+                "from django.contrib.auth.models import User; from rest_framework.authtoken.models import Token;"
+                "u = User.objects.create_user('agent'); print(Token.objects.create(user=u).key)"
+            ),
+        )
+        .strip()
+        .splitlines()[-1]
+    )
 
     with LiveServer(env, workers=2, threads=8) as server:
         session = requests.Session()
         session.headers["Authorization"] = f"Token {token}"
         pauses = []
         for n in range(400):
-            created = session.post(f"{server.url}/api/pauses/", json={
-                "chat_id": "restart", "tool_call_id": f"call-{n}", "owner": "agent", "payload": {"n": n},
-            }, timeout=30)
+            created = session.post(
+                f"{server.url}/api/pauses/",
+                json={
+                    "chat_id": "restart",
+                    "tool_call_id": f"call-{n}",
+                    "owner": "agent",
+                    "payload": {"n": n},
+                },
+                timeout=30,
+            )
             assert created.status_code == 201, created.text
-            pauses.append({"chat_id": "restart", "tool_call_id": f"call-{n}",
-                           "question_id": created.json()["question_id"]})
+            pauses.append(
+                {
+                    "chat_id": "restart",
+                    "tool_call_id": f"call-{n}",
+                    "question_id": created.json()["question_id"],
+                }
+            )
 
         with Load(server.url, token, pauses) as load:
             load.wait(lambda: load.successes >= 200, "load before the stop")
             cluster.stop()
             failures_at_stop = load.failures
-            load.wait(lambda: load.failures >= failures_at_stop + 20, "requests failing while the database is down")
+            load.wait(
+                lambda: load.failures >= failures_at_stop + 20,
+                "requests failing while the database is down",
+            )
             successes_while_down = load.successes
             cluster.start()
-            recovered_in = load.wait(lambda: load.successes > successes_while_down, "the first success after the restart")
-            load.wait(lambda: load.successes >= successes_while_down + 200, "load after the restart")
+            recovered_in = load.wait(
+                lambda: load.successes > successes_while_down, "the first success after the restart"
+            )
+            load.wait(
+                lambda: load.successes >= successes_while_down + 200, "load after the restart"
+            )
         print(
             f"statuses under load: {dict(load.statuses)}; pushes acknowledged: "
             f"{sum(map(len, load.acked.values()))}; pauses claimed: {len(load.claims_won)}/{len(pauses)}; "
@@ -262,22 +331,31 @@ def test_postgresql_restart_under_load_loses_no_acknowledged_write_and_claims_no
         assert "Traceback" not in server_log, server_log
 
         # No acknowledged push lost, none stored twice, nothing stored that was never sent.
-        stored = session.get(f"{server.url}/api/context/", params={"scope": "load"}, timeout=30).json()["values"]
+        stored = session.get(
+            f"{server.url}/api/context/", params={"scope": "load"}, timeout=30
+        ).json()["values"]
         for worker, acked in load.acked.items():
             values = stored[f"list-{worker}"]
             assert len(values) == len(set(values)), f"worker {worker}: a push stored twice"
             assert set(acked) <= set(values), f"worker {worker}: acknowledged pushes lost"
-            assert set(values) <= load.attempted[worker], f"worker {worker}: a push never sent was stored"
-            assert [v for v in values if v in set(acked)] == acked, f"worker {worker}: order changed"
+            assert set(values) <= load.attempted[worker], (
+                f"worker {worker}: a push never sent was stored"
+            )
+            assert [v for v in values if v in set(acked)] == acked, (
+                f"worker {worker}: order changed"
+            )
 
         # No pause claimed twice; every acknowledged claim is stored.
         assert all(count == 1 for count in load.claims_won.values()), load.claims_won
-        listed = session.get(f"{server.url}/api/pauses/", params={"chat_id": "restart", "page_size": 500},
-                             timeout=30).json()["results"]
+        listed = session.get(
+            f"{server.url}/api/pauses/", params={"chat_id": "restart", "page_size": 500}, timeout=30
+        ).json()["results"]
         status_of = {row["tool_call_id"]: row["status"] for row in listed}
         assert all(status_of[call] == "claimed" for call in load.claims_won), status_of
         for pause in pauses:  # a claim lost with its response is still one claim
             again = session.post(f"{server.url}/api/pauses/claim/", json=pause, timeout=30)
             won_before = pause["tool_call_id"] in load.claims_won
-            assert again.status_code == (409 if status_of[pause["tool_call_id"]] == "claimed" else 200), again.text
+            assert again.status_code == (
+                409 if status_of[pause["tool_call_id"]] == "claimed" else 200
+            ), again.text
             assert not (won_before and again.status_code == 200)

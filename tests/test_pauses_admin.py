@@ -31,7 +31,9 @@ def test_the_list_shows_age_and_time_left_and_filters_by_status_and_owner(admin_
     text = page.content.decode()
     assert "Time left" in text and "Age" in text and "2h 59m" in text
     assert "By status" in text and "By owner" in text
-    assert admin_client.get(CHANGELIST, {"status__exact": "claimed"}).context["cl"].result_count == 1
+    assert (
+        admin_client.get(CHANGELIST, {"status__exact": "claimed"}).context["cl"].result_count == 1
+    )
     assert admin_client.get(CHANGELIST, {"owner": "alice"}).context["cl"].result_count == 1
 
 
@@ -40,7 +42,9 @@ def test_the_cancel_action_cancels_pending_pauses_through_the_service(admin_clie
     question = pauses.put("chat", "claimed", "alice", None)
     pauses.claim("chat", "claimed", "alice", question)
     ids = list(PausedRun.objects.values_list("pk", flat=True))
-    page = admin_client.post(CHANGELIST, {"action": "cancel_pending", "_selected_action": ids}, follow=True)
+    page = admin_client.post(
+        CHANGELIST, {"action": "cancel_pending", "_selected_action": ids}, follow=True
+    )
     text = page.content.decode()
     assert "Cancelled 1 pause." in text and "1 pause was not pending" in text
     assert list(PausedRun.objects.values_list("tool_call_id", flat=True)) == ["claimed"]
@@ -56,7 +60,9 @@ def test_pauses_cannot_be_added_and_final_ones_are_read_only(admin_client):
     expired = PausedRun.objects.get(tool_call_id="expired")
     page = admin_client.get(f"{CHANGELIST}{pending.pk}/change/")
     assert page.status_code == 200 and "&quot;deep&quot;" in page.content.decode()
-    assert admin_client.post(f"{CHANGELIST}{pending.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(f"{CHANGELIST}{pending.pk}/delete/", {"post": "yes"}).status_code == 403
+    )
     page = admin_client.get(f"{CHANGELIST}{expired.pk}/change/")
     assert page.status_code == 200 and "View paused run" in page.content.decode()
     assert admin_client.post(f"{CHANGELIST}{expired.pk}/change/", {}).status_code == 403

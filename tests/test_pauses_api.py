@@ -11,8 +11,19 @@ from agentstate.models import Event, PausedRun
 pytestmark = pytest.mark.django_db
 
 URL = "/api/pauses/"
-KEYS = {"chat_id", "tool_call_id", "owner", "question_id", "status", "payload", "created_at",
-        "expires_at", "claimed_at", "claimed_by", "resolved_at"}
+KEYS = {
+    "chat_id",
+    "tool_call_id",
+    "owner",
+    "question_id",
+    "status",
+    "payload",
+    "created_at",
+    "expires_at",
+    "claimed_at",
+    "claimed_by",
+    "resolved_at",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -22,7 +33,13 @@ def fast_password_hashing(settings):
 
 
 def create(api, owner="alice", chat_id="chat", tool_call_id="call", payload=None, **extra):
-    body = {"chat_id": chat_id, "tool_call_id": tool_call_id, "owner": owner, "payload": payload, **extra}
+    body = {
+        "chat_id": chat_id,
+        "tool_call_id": tool_call_id,
+        "owner": owner,
+        "payload": payload,
+        **extra,
+    }
     return api.post(URL, body, format="json")
 
 
@@ -41,9 +58,13 @@ def test_create_answers_201_with_the_pause(api):
     assert response.status_code == 201, response.json()
     body = response.json()
     assert set(body) == KEYS
-    assert (body["chat_id"], body["tool_call_id"], body["owner"], body["status"], body["payload"]) == (
-        "chat", "call", "alice", "pending", {"step": 1}
-    )
+    assert (
+        body["chat_id"],
+        body["tool_call_id"],
+        body["owner"],
+        body["status"],
+        body["payload"],
+    ) == ("chat", "call", "alice", "pending", {"step": 1})
     pause = PausedRun.objects.get()
     assert body["question_id"] == str(pause.question_id)
     assert pause.expires_at - pause.created_at == timedelta(seconds=120)
@@ -73,9 +94,13 @@ def test_create_refuses_bad_or_read_only_fields(api, extra, field):
 
 
 def test_create_needs_owner_and_payload(api):
-    response = api.post(URL, {"chat_id": "chat", "tool_call_id": "call", "payload": 1}, format="json")
+    response = api.post(
+        URL, {"chat_id": "chat", "tool_call_id": "call", "payload": 1}, format="json"
+    )
     assert error(response, 400, "invalid") and response.json()["field"] == "owner"
-    response = api.post(URL, {"chat_id": "chat", "tool_call_id": "call", "owner": "alice"}, format="json")
+    response = api.post(
+        URL, {"chat_id": "chat", "tool_call_id": "call", "owner": "alice"}, format="json"
+    )
     assert error(response, 400, "invalid") and response.json()["field"] == "payload"
 
 
@@ -93,7 +118,9 @@ def test_creating_for_another_owner_needs_add_pausedrun(api_for, alice, make_use
     assert response.status_code == 201 and response.json()["owner"] == "agent-x"
 
 
-def test_a_put_replacing_a_pause_the_caller_may_not_change_is_404_and_changes_nothing(api_for, alice, bob):
+def test_a_put_replacing_a_pause_the_caller_may_not_change_is_404_and_changes_nothing(
+    api_for, alice, bob
+):
     create(api_for(alice), payload={"v": 1})
     before = PausedRun.objects.values().get()
     assert error(create(api_for(bob), owner="bob", payload={"v": 2}), 404, "pause_not_found")
@@ -105,7 +132,9 @@ def test_a_put_replacing_ones_own_pause_gives_a_new_question(api):
     first = create(api, payload={"v": 1}).json()
     second = create(api, payload={"v": 2}).json()
     assert second["question_id"] != first["question_id"] and second["status"] == "pending"
-    response = post(api, "claim", chat_id="chat", tool_call_id="call", question_id=first["question_id"])
+    response = post(
+        api, "claim", chat_id="chat", tool_call_id="call", question_id=first["question_id"]
+    )
     assert error(response, 409, "question_superseded")
 
 
@@ -115,7 +144,11 @@ def test_claim_answers_the_pause_with_its_payload(api):
     assert response.status_code == 200, response.json()
     body = response.json()
     assert set(body) == KEYS
-    assert (body["status"], body["payload"], body["claimed_by"]) == ("claimed", {"resume": [1, 2]}, "alice")
+    assert (body["status"], body["payload"], body["claimed_by"]) == (
+        "claimed",
+        {"resume": [1, 2]},
+        "alice",
+    )
     assert body["claimed_at"] is not None
 
 
@@ -125,7 +158,11 @@ def test_claim_refusals_have_their_codes(api_for, alice, bob):
     claim = {"chat_id": "chat", "tool_call_id": "call", "question_id": question}
     assert error(post(api, "claim", **{**claim, "tool_call_id": "nope"}), 404, "pause_not_found")
     assert error(post(api_for(bob), "claim", **claim), 404, "pause_not_found")  # another owner's
-    assert error(post(api, "claim", **{**claim, "question_id": str(uuid.uuid4())}), 409, "question_superseded")
+    assert error(
+        post(api, "claim", **{**claim, "question_id": str(uuid.uuid4())}),
+        409,
+        "question_superseded",
+    )
     assert error(post(api, "claim", **{**claim, "question_id": "junk"}), 409, "question_superseded")
     assert post(api, "claim", **claim).status_code == 200
     assert error(post(api, "claim", **claim), 409, "already_claimed")
@@ -149,12 +186,16 @@ def test_claiming_for_a_named_owner_needs_change_pausedrun(api_for, alice, make_
     agent = make_user("agent", "agentstate.change_pausedrun")
     response = post(api_for(agent), "claim", **claim)
     assert response.status_code == 200 and response.json()["claimed_by"] == "agent"
-    assert error(post(api_for(alice), "claim", **claim), 409, "already_claimed")  # naming yourself is fine
+    assert error(
+        post(api_for(alice), "claim", **claim), 409, "already_claimed"
+    )  # naming yourself is fine
 
 
 def test_claim_refuses_unknown_fields_and_status(api):
     question = create(api).json()["question_id"]
-    response = post(api, "claim", chat_id="chat", tool_call_id="call", question_id=question, status="claimed")
+    response = post(
+        api, "claim", chat_id="chat", tool_call_id="call", question_id=question, status="claimed"
+    )
     assert error(response, 400, "invalid") and response.json()["field"] == "status"
     assert PausedRun.objects.get().status == "pending"
 
@@ -182,8 +223,12 @@ def test_creator_owner_and_change_pausedrun_may_resolve_and_cancel(api_for, make
     owner, stranger = make_user("owner"), make_user("stranger")
     boss = make_user("boss", "agentstate.change_pausedrun")
     for who in (creator, owner, boss):
-        question = create(api_for(creator), owner="owner", tool_call_id=who.username).json()["question_id"]
-        post(api_for(owner), "claim", chat_id="chat", tool_call_id=who.username, question_id=question)
+        question = create(api_for(creator), owner="owner", tool_call_id=who.username).json()[
+            "question_id"
+        ]
+        post(
+            api_for(owner), "claim", chat_id="chat", tool_call_id=who.username, question_id=question
+        )
         key = {"chat_id": "chat", "tool_call_id": who.username}
         assert error(post(api_for(stranger), "resolve", **key), 404, "pause_not_found")
         assert post(api_for(who), "resolve", **key).status_code == 200
@@ -221,7 +266,12 @@ def test_list_filters_by_status_read_by_the_database_clock(api):
     post(api, "claim", chat_id="chat", tool_call_id="c", question_id=str(question))
     statuses = {row["tool_call_id"]: row["status"] for row in api.get(URL).json()["results"]}
     assert statuses == {"a": "pending", "b": "expired", "c": "claimed"}
-    for wanted, calls in (("pending", ["a"]), ("expired", ["b"]), ("claimed", ["c"]), ("resolved", [])):
+    for wanted, calls in (
+        ("pending", ["a"]),
+        ("expired", ["b"]),
+        ("claimed", ["c"]),
+        ("resolved", []),
+    ):
         rows = api.get(URL, {"status": wanted}).json()["results"]
         assert [row["tool_call_id"] for row in rows] == calls
 

@@ -27,8 +27,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def site_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The environment for a demo-site subprocess that uses the test database."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings", "PYTHONPATH": str(ROOT),
-           "AGENTSTATE_VAR_DIR": str(tmp_path), "DJANGO_DEBUG": "0", **extra}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "PYTHONPATH": str(ROOT),
+        "AGENTSTATE_VAR_DIR": str(tmp_path),
+        "DJANGO_DEBUG": "0",
+        **extra,
+    }
     db = connection.settings_dict
     if connection.vendor == "postgresql":
         password = f":{quote(db['PASSWORD'], safe='')}" if db.get("PASSWORD") else ""
@@ -92,16 +98,37 @@ def test_two_server_processes_let_exactly_one_of_fifty_claims_win(tmp_path, make
         for _ in range(2):
             port = free_port()
             bases.append(f"http://127.0.0.1:{port}")
-            servers.append(subprocess.Popen(
-                [sys.executable, "-m", "gunicorn", "project.wsgi:application", "--bind", f"127.0.0.1:{port}",
-                 "--workers", "1", "--threads", "8", "--log-level", "warning"],
-                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"server-{port}.log", "w"),
-            ))
+            servers.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "gunicorn",
+                        "project.wsgi:application",
+                        "--bind",
+                        f"127.0.0.1:{port}",
+                        "--workers",
+                        "1",
+                        "--threads",
+                        "8",
+                        "--log-level",
+                        "warning",
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=open(tmp_path / f"server-{port}.log", "w"),
+                )
+            )
         for base, server in zip(bases, servers, strict=True):
             wait_until_serving(base, token, server)
 
-        status, created = call(bases[0], token, "/api/pauses/",
-                               {"chat_id": "chat", "tool_call_id": "call", "owner": "alice", "payload": {"n": 1}})
+        status, created = call(
+            bases[0],
+            token,
+            "/api/pauses/",
+            {"chat_id": "chat", "tool_call_id": "call", "owner": "alice", "payload": {"n": 1}},
+        )
         assert status == 201, created
         claim = {"chat_id": "chat", "tool_call_id": "call", "question_id": created["question_id"]}
         barrier = threading.Barrier(50)
@@ -121,7 +148,11 @@ def test_two_server_processes_let_exactly_one_of_fifty_claims_win(tmp_path, make
             thread.join(120)
 
         won = [a for a in answers if isinstance(a, tuple) and a[0] == 200]
-        refused = [a for a in answers if isinstance(a, tuple) and a[0] == 409 and a[1]["code"] == "already_claimed"]
+        refused = [
+            a
+            for a in answers
+            if isinstance(a, tuple) and a[0] == 409 and a[1]["code"] == "already_claimed"
+        ]
         assert (len(won), len(refused)) == (1, 49), answers
         assert won[0][1]["status"] == "claimed" and won[0][1]["payload"] == {"n": 1}
         assert call(bases[1], token, "/api/pauses/")[1]["results"][0]["status"] == "claimed"

@@ -22,9 +22,7 @@ RUN_PATHS = [
     "method,path,body", RUN_PATHS, ids=[f"{method} {path}" for method, path, _ in RUN_PATHS]
 )
 @pytest.mark.parametrize("bad", ["%00", "a%00b", "a%20b", "x" * 129])
-def test_a_path_run_id_the_rules_do_not_allow_is_bad_input_not_a_5xx(
-    api, method, path, body, bad
-):
+def test_a_path_run_id_the_rules_do_not_allow_is_bad_input_not_a_5xx(api, method, path, body, bad):
     """SPEC 5: a run id the table does not allow, or holding U+0000, is bad input (400)."""
     kwargs = {"format": "json"} if body is not None else {}
     response = getattr(api, method)(path.format(bad), body, **kwargs)
@@ -96,8 +94,12 @@ def test_the_demo_under_runserver_does_not_keep_a_connection_per_request_thread(
 
     def conn_max_age(*argv: str, **extra: str) -> str:
         done = subprocess.run(
-            [sys.executable, "-c", code, *argv], env={**env, **extra}, cwd=root,
-            capture_output=True, text=True, timeout=60,
+            [sys.executable, "-c", code, *argv],
+            env={**env, **extra},
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert done.returncode == 0, done.stderr
         return done.stdout.split()[-1]
@@ -139,9 +141,7 @@ def test_a_sites_drf_versioning_throttling_and_handler_do_not_reach_the_api(alic
     api.credentials(HTTP_AUTHORIZATION="Basic YWxpY2U6cHc=")  # alice:pw
     with override_settings(REST_FRAMEWORK=HOSTILE_DRF):
         for _ in range(2):
-            put = api.put(
-                "/api/context/", {"scope": "s", "name": "x", "value": 1}, format="json"
-            )
+            put = api.put("/api/context/", {"scope": "s", "name": "x", "value": 1}, format="json")
             assert put.status_code == 200, put.content
         missing = api.get("/api/context/?scope=nope")
         assert missing.status_code == 404 and missing.json()["code"] == "scope_not_found"

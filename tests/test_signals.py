@@ -82,7 +82,9 @@ def records_changed(user) -> Change:
 
 def records_rebuilt(user) -> Change:
     run = _run(user)
-    return lambda: runs.rebuild_approvals(run, {"tool": {"approved": True, "rejected": []}}, user=user)
+    return lambda: runs.rebuild_approvals(
+        run, {"tool": {"approved": True, "rejected": []}}, user=user
+    )
 
 
 def the_request() -> str:
@@ -109,7 +111,9 @@ SCENARIOS: dict[str, Scenario] = {
     "pause.expired": Scenario(expired, PausedRun, the_pause),
     "approval.requested": Scenario(requested, ApprovalRequest, the_request),
     # Deciding writes the run's record too, in the same transaction.
-    "approval.decided": Scenario(decided, ApprovalRequest, the_request, also=("approvals.changed",)),
+    "approval.decided": Scenario(
+        decided, ApprovalRequest, the_request, also=("approvals.changed",)
+    ),
     "approval.expired": Scenario(request_expired, ApprovalRequest, the_request),
     "approvals.changed": Scenario(records_changed, Run, lambda: "run-1"),
     "approvals.rebuilt": Scenario(records_rebuilt, Run, lambda: "run-1"),
@@ -125,12 +129,23 @@ class Received(list):
 @pytest.fixture
 def received():
     log = Received()
-    names = {id(sig): name for name, sig in vars(signals).items() if isinstance(sig, type(signals.event_recorded))}
+    names = {
+        id(sig): name
+        for name, sig in vars(signals).items()
+        if isinstance(sig, type(signals.event_recorded))
+    }
 
     def receiver(signal, sender, event, instance, **kwargs):
         log.append(
-            (names[id(signal)], event.kind, event.object_id, sender,
-             connection.in_atomic_block, Event.objects.filter(pk=event.pk).exists(), instance)
+            (
+                names[id(signal)],
+                event.kind,
+                event.object_id,
+                sender,
+                connection.in_atomic_block,
+                Event.objects.filter(pk=event.pk).exists(),
+                instance,
+            )
         )
 
     all_signals = set(signals.BY_KIND.values()) | {signals.event_recorded}
@@ -165,7 +180,9 @@ def state() -> list:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("kind", KINDS)
-def test_signal_waits_for_commit_then_fires_once(kind, alice, received, django_capture_on_commit_callbacks):
+def test_signal_waits_for_commit_then_fires_once(
+    kind, alice, received, django_capture_on_commit_callbacks
+):
     scenario = SCENARIOS[kind]
     with django_capture_on_commit_callbacks(execute=True):
         change = scenario.setup(alice)
@@ -177,7 +194,9 @@ def test_signal_waits_for_commit_then_fires_once(kind, alice, received, django_c
     assert [(r[0], r[1]) for r in received] == expected_signals(kind)
     own = [r for r in received if r[1] == kind]
     assert all(r[3] is scenario.model for r in own)
-    assert own[0][2] == scenario.object_id() and own[0][5], "the event row is there when the signal arrives"
+    assert own[0][2] == scenario.object_id() and own[0][5], (
+        "the event row is there when the signal arrives"
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -226,7 +245,12 @@ def test_refused_change_sends_nothing(alice, received):
 def test_signals_carry_the_model_the_event_and_the_instance(alice, received):
     question = _pause(alice)
     name, kind, object_id, sender, _in_tx, _visible, instance = received[0]
-    assert (name, kind, object_id, sender) == ("pause_created", "pause.created", pauses.object_id("chat", "call"), PausedRun)
+    assert (name, kind, object_id, sender) == (
+        "pause_created",
+        "pause.created",
+        pauses.object_id("chat", "call"),
+        PausedRun,
+    )
     assert isinstance(instance, PausedRun) and str(instance.question_id) == question
     received.clear()
     PausedRun.objects.update(expires_at=Now() - timedelta(hours=1))
@@ -247,10 +271,22 @@ def test_a_bulk_expiry_sends_one_signal_per_pause(alice, received):
 
 @pytest.mark.django_db(transaction=True)
 def test_rest_change_sends_its_signal_once(api, received):
-    response = api.post("/api/pauses/", {"chat_id": "chat", "tool_call_id": "call", "owner": "alice", "payload": 1},
-                        format="json")
+    response = api.post(
+        "/api/pauses/",
+        {"chat_id": "chat", "tool_call_id": "call", "owner": "alice", "payload": 1},
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     assert [r[0] for r in received] == ["pause_created", "event_recorded"]
-    refused = api.post("/api/pauses/", {"chat_id": "chat", "tool_call_id": "call", "owner": "alice", "payload": 1,
-                                        "status": "claimed"}, format="json")
+    refused = api.post(
+        "/api/pauses/",
+        {
+            "chat_id": "chat",
+            "tool_call_id": "call",
+            "owner": "alice",
+            "payload": 1,
+            "status": "claimed",
+        },
+        format="json",
+    )
     assert refused.status_code == 400 and len(received) == 2

@@ -16,10 +16,16 @@ from agentstate.tasks import expire_pauses
 pytestmark = pytest.mark.django_db
 
 
-def pause(call: str, *, due_in: float = 3600, status: str = "pending", owner: str = "alice", **extra) -> PausedRun:
+def pause(
+    call: str, *, due_in: float = 3600, status: str = "pending", owner: str = "alice", **extra
+) -> PausedRun:
     return PausedRun.objects.create(
-        chat_id="chat", tool_call_id=call, owner=owner, status=status,
-        expires_at=timezone.now() + timedelta(seconds=due_in), **extra,
+        chat_id="chat",
+        tool_call_id=call,
+        owner=owner,
+        status=status,
+        expires_at=timezone.now() + timedelta(seconds=due_in),
+        **extra,
     )
 
 
@@ -41,16 +47,32 @@ def test_sweep_expires_only_pending_pauses_past_their_expiry(alice):
     pause("resolved-due", due_in=-1, status="resolved", resolved_at=timezone.now())
     result = sweep()
     assert result.expired_pauses == 1
-    assert statuses() == {"due": "expired", "later": "pending", "claimed-due": "claimed", "resolved-due": "resolved"}
+    assert statuses() == {
+        "due": "expired",
+        "later": "pending",
+        "claimed-due": "claimed",
+        "resolved-due": "resolved",
+    }
     event = Event.objects.get(kind="pause.expired")
-    assert (event.object_id, event.owner, event.created_by, event.actor) == ("chat#due", "alice", alice, "sweeper")
-    assert event.details == {"question_id": str(PausedRun.objects.get(tool_call_id="due").question_id)}
+    assert (event.object_id, event.owner, event.created_by, event.actor) == (
+        "chat#due",
+        "alice",
+        alice,
+        "sweeper",
+    )
+    assert event.details == {
+        "question_id": str(PausedRun.objects.get(tool_call_id="due").question_id)
+    }
 
 
 def test_sweep_is_idempotent():
     pause("due", due_in=-1)
     assert sweep().expired_pauses == 1
-    assert sweep().as_dict() == {"expired_pauses": 0, "expired_approval_requests": 0, "purged_pauses": 0}
+    assert sweep().as_dict() == {
+        "expired_pauses": 0,
+        "expired_approval_requests": 0,
+        "purged_pauses": 0,
+    }
     assert Event.objects.filter(kind="pause.expired").count() == 1
 
 
@@ -60,7 +82,12 @@ def test_sweep_works_in_batches_and_reports_progress():
     seen = []
     result = sweep(batch_size=3, progress=lambda label, total: seen.append((label, total)))
     assert result.expired_pauses == 10
-    assert seen == [("expired pauses", 3), ("expired pauses", 6), ("expired pauses", 9), ("expired pauses", 10)]
+    assert seen == [
+        ("expired pauses", 3),
+        ("expired pauses", 6),
+        ("expired pauses", 9),
+        ("expired pauses", 10),
+    ]
     assert set(statuses().values()) == {"expired"}
     assert Event.objects.filter(kind="pause.expired").count() == 10
 
@@ -75,7 +102,11 @@ def test_sweep_deletes_finished_pauses_past_retention(settings):
     pause("old-claimed", status="claimed", claimed_at=old, due_in=-31 * 86400)
     result = sweep(batch_size=1)
     assert result.purged_pauses == 2
-    assert statuses() == {"recent-resolved": "resolved", "recent-expired": "expired", "old-claimed": "claimed"}
+    assert statuses() == {
+        "recent-resolved": "resolved",
+        "recent-expired": "expired",
+        "old-claimed": "claimed",
+    }
 
 
 def test_a_pause_expired_by_the_sweep_is_purged_after_retention(settings):
@@ -95,11 +126,16 @@ def test_sweep_expires_pending_approval_requests_older_than_the_approval_ttl(set
     request("decided", timedelta(hours=2), status="approved")
     assert sweep().expired_approval_requests == 1
     assert dict(ApprovalRequest.objects.values_list("call_id", "status")) == {
-        "stale": "expired", "fresh": "pending", "decided": "approved"
+        "stale": "expired",
+        "fresh": "pending",
+        "decided": "approved",
     }
     event = Event.objects.get(kind="approval.expired")
     assert (event.object_type, event.object_id, event.created_by, event.actor) == (
-        "approvalrequest", str(stale.pk), alice, "sweeper"
+        "approvalrequest",
+        str(stale.pk),
+        alice,
+        "sweeper",
     )
     assert event.details == {"run_id": "run-1", "tool_name": "shell", "call_id": "stale"}
     assert sweep().expired_approval_requests == 0
@@ -107,7 +143,11 @@ def test_sweep_expires_pending_approval_requests_older_than_the_approval_ttl(set
 
 def test_the_task_runs_the_sweep_and_returns_its_counts():
     pause("due", due_in=-1)
-    assert expire_pauses() == {"expired_pauses": 1, "expired_approval_requests": 0, "purged_pauses": 0}
+    assert expire_pauses() == {
+        "expired_pauses": 1,
+        "expired_approval_requests": 0,
+        "purged_pauses": 0,
+    }
     assert expire_pauses.name == "agentstate.tasks.expire_pauses"
 
 
@@ -132,8 +172,12 @@ def test_the_management_command_refuses_a_bad_batch_size():
 @pytest.mark.django_db(transaction=True)
 def test_two_sweeps_at_once_expire_each_pause_once(concurrently):
     PausedRun.objects.bulk_create(
-        PausedRun(chat_id="chat", tool_call_id=f"due-{i}", owner="alice",
-                  expires_at=timezone.now() - timedelta(seconds=1))
+        PausedRun(
+            chat_id="chat",
+            tool_call_id=f"due-{i}",
+            owner="alice",
+            expires_at=timezone.now() - timedelta(seconds=1),
+        )
         for i in range(500)
     )
     results = concurrently(2, lambda i: sweep(batch_size=50))

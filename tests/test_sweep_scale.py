@@ -13,7 +13,6 @@ import pytest
 from django.db import connection
 
 from agentstate.models import Event, PausedRun
-
 from agentstate.services.sweep import sweep
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -6,9 +6,9 @@ authentication comes from the site's DRF settings.
 import functools
 import io
 
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
-from rest_framework import serializers
 from rest_framework.serializers import ListField
 from rest_framework.views import APIView
 

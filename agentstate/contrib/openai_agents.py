@@ -21,6 +21,7 @@ installed (``pip install django-agentstate[agents]``).
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -281,7 +282,7 @@ class ApprovalBridge:
             usage = result.context_wrapper.usage
             delta = _usage_delta(usage, counted)
             if any(delta.values()):
-                await self._db(lambda: self.store.add_usage(run_id, **delta))
+                await self._db(functools.partial(self.store.add_usage, run_id, **delta))
             counted = _copy_usage(usage)
             if not result.interruptions:
                 return Outcome(run_id, FINISHED, result=result)

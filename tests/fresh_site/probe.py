@@ -21,7 +21,9 @@ out = {}
 def call(name, method, path, body=None):
     kwargs = {"content_type": "application/json"} if body is not None else {}
     data = json.dumps(body) if body is not None else None
-    response = getattr(client, method)(path, data, **kwargs) if data else getattr(client, method)(path)
+    response = (
+        getattr(client, method)(path, data, **kwargs) if data else getattr(client, method)(path)
+    )
     out[name] = [response.status_code, response.content.decode()[:2000]]
 
 

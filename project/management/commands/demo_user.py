@@ -25,4 +25,6 @@ class Command(BaseCommand):
         token, _ = Token.objects.get_or_create(user=user)
         self.stdout.write(f"    API token: {token.key}")
         port = os.environ.get("PORT", "8000")  # scripts/demo.sh serves on $PORT
-        self.stdout.write(f'    try: curl -H "Authorization: Token {token.key}" http://127.0.0.1:{port}/api/scopes/')
+        self.stdout.write(
+            f'    try: curl -H "Authorization: Token {token.key}" http://127.0.0.1:{port}/api/scopes/'
+        )
