@@ -105,10 +105,11 @@ def change_and_record(
     fields = _fields(kind, model, object_id, user, actor, owner, details)
     field = Event._meta.get_field
     values = [field(name).get_db_prep_save(value, connection) for name, value in fields.items()]
-    placeholders = ["%s"] * len(values)
+    details_sql = "%s"
     if row_details:
         pairs = ", ".join(f"'{c}', changed.{c}" for c in row_details)
-        placeholders[-1] += f" || jsonb_strip_nulls(jsonb_build_object({pairs}))"
+        details_sql += f" || jsonb_strip_nulls(jsonb_build_object({pairs}))"
+    placeholders = [details_sql if name == "details" else "%s" for name in fields]
     creator = "changed.created_by_id" if _has_field(model, "created_by") else "NULL"
     columns = ", ".join(field(name).column for name in [*fields, "created_by"])
     rows = returned(
