@@ -123,13 +123,15 @@ AGENTSTATE = {
     "RETENTION": timedelta(days=30),
 }
 
-# Celery: Redis when REDIS_URL is set, else kombu's file-system transport.
+# Celery: Redis when REDIS_URL is set, else a file-system transport.
 CELERY_BROKER_DIR = VAR_DIR / "celery-broker"
 if os.environ.get("REDIS_URL"):
     CELERY_BROKER_URL = os.environ["REDIS_URL"]
     CELERY_BROKER_TRANSPORT_OPTIONS = {}
 else:
     CELERY_BROKER_URL = "filesystem://"
+    # kombu's transport, with messages written whole (see project/broker.py)
+    CELERY_BROKER_TRANSPORT = "project.broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR),
         "data_folder_out": str(CELERY_BROKER_DIR),
