@@ -4,6 +4,7 @@
 the row commits or rolls back with it, and the signals go out on commit.
 """
 
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from django.db import connection, models, transaction
@@ -33,6 +34,18 @@ def _send_on_commit(events: list[Event], sender: type, instance: Any) -> None:
             signals.event_recorded.send(sender=sender, event=event, instance=instance)
 
     transaction.on_commit(send)
+
+
+def json_time(value: datetime) -> str:
+    """A time as event details hold it: ISO 8601 in UTC with the microseconds'
+    trailing zeros dropped, PostgreSQL's own JSON form (``to_jsonb``), so that an
+    event's time reads the same whether SQL or Python wrote it."""
+    text = value.astimezone(UTC).isoformat()  # ...T08:46:54[.828170]+00:00
+    if "." not in text:
+        return text
+    seconds, rest = text.split(".", 1)
+    fraction = rest[:6].rstrip("0")
+    return f"{seconds}.{fraction}{rest[6:]}" if fraction else f"{seconds}{rest[6:]}"
 
 
 def _fields(

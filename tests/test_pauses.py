@@ -1,11 +1,13 @@
 """Paused runs through the Python API: SPEC section 2, rule by rule."""
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 import pytest
+from django.db import connection
 from django.db.models.functions import Now
 
+from agentstate.events import json_time
 from agentstate.exceptions import (
     AlreadyClaimed,
     AlreadyResolved,
@@ -295,10 +297,24 @@ def test_the_events_of_put_and_claim_say_what_was_written_and_what_the_signal_ca
         signals.event_recorded.disconnect(receiver)
     pause = PausedRun.objects.get()
     created, claimed = Event.objects.order_by("pk")
-    assert created.details == {"question_id": question, "expires_at": pause.expires_at.isoformat()}
+    assert created.details == {"question_id": question, "expires_at": json_time(pause.expires_at)}
+    assert datetime.fromisoformat(created.details["expires_at"]) == pause.expires_at
     assert (created.actor, created.owner, created.object_id) == ("agent", "alice", "chat#call")
     assert claimed.details == {"question_id": question}
     assert (claimed.actor, claimed.owner) == ("alice", "alice")
     assert [(e.pk, e.kind, e.details, e.created_at) for e in sent] == [
         (e.pk, e.kind, e.details, e.created_at) for e in (created, claimed)
     ]
+
+
+@pytest.mark.parametrize(
+    "micro, text",
+    [(828170, "08:46:54.82817+00:00"), (0, "08:46:54+00:00"), (5, "08:46:54.000005+00:00")],
+)
+def test_event_times_read_as_postgresql_writes_them(micro, text):
+    moment = datetime(2026, 12, 3, 9, 46, 54, micro, tzinfo=timezone(timedelta(hours=1)))
+    assert json_time(moment) == f"2026-12-03T{text}"
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_jsonb(%s::timestamptz) #>> '{}'", [moment])
+            assert cursor.fetchone()[0] == json_time(moment)

@@ -215,7 +215,7 @@ def _put_locked(
         if among is not None and not among.filter(pk=pk).exists():
             raise PauseNotFound(f"No pause for chat {chat_id!r}, tool call {tool_call_id!r}.")
         pause = _written(fields, ttl, pk)
-    details = {**event["details"], "expires_at": pause.expires_at.isoformat()}
+    details = {**event["details"], "expires_at": events.json_time(pause.expires_at)}
     if earlier is not None:
         details["replaced"] = earlier[1]
     events.record("pause.created", pause, **{**event, "details": details})
