@@ -5,7 +5,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ParamSpec, TypeVar
 
-from django.db import IntegrityError, OperationalError, connection, models, transaction
+from django.db import (
+    IntegrityError,
+    OperationalError,
+    connection,
+    connections,
+    models,
+    transaction,
+)
 from django.db.models import DEFERRED
 from django.db.models.sql import Query
 
@@ -126,11 +133,19 @@ def _converters(model: type[models.Model], alias: str) -> dict[str, tuple[str, A
 @functools.cache
 def _field_converters(field: models.Field, alias: str) -> tuple[Any, list]:
     """A field's column expression and the converters its database values go through."""
-    from django.db import connections
-
     expression = field.get_col(field.model._meta.db_table)
     backend = connections[alias].ops.get_db_converters(expression)
     return expression, [*backend, *field.get_db_converters(connections[alias])]
+
+
+def prepared(model: type[models.Model], values: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    """The columns of ``values`` (keyed by ``model``'s field names or attnames) and
+    the values as the database takes them, for a raw INSERT or UPDATE."""
+    fields = [model._meta.get_field(name) for name in values]
+    return [f.column for f in fields], [
+        f.get_db_prep_save(value, connection)
+        for f, value in zip(fields, values.values(), strict=True)
+    ]
 
 
 def sql_of(expression: Any, model: type[models.Model]) -> tuple[str, list[Any]]:

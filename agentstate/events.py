@@ -5,15 +5,13 @@ the row commits or rolls back with it, and the signals go out on commit.
 """
 
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from django.db import connection, models, transaction
 
 from agentstate import signals
-from agentstate.db import returned
+from agentstate.db import M, prepared, returned
 from agentstate.models import Event
-
-M = TypeVar("M", bound=models.Model)
 
 
 def actor_name(user: Any = None, actor: str | None = None) -> str:
@@ -82,13 +80,13 @@ def record(
     """Append one event about ``instance`` and send its signals after commit."""
     fields = _fields(kind, type(instance), object_id, user, actor, owner, details)
     fields["created_by_id"] = getattr(instance, "created_by_id", None)
-    field = Event._meta.get_field
+    columns, values = prepared(Event, fields)
     # One fixed INSERT: an ORM create costs more in Python than the statement.
     (event,) = returned(
         Event,
-        f"INSERT INTO {Event._meta.db_table} ({', '.join(field(n).column for n in fields)})"
-        f" VALUES ({', '.join(['%s'] * len(fields))}) RETURNING *",
-        [field(n).get_db_prep_save(v, connection) for n, v in fields.items()],
+        f"INSERT INTO {Event._meta.db_table} ({', '.join(columns)})"
+        f" VALUES ({', '.join(['%s'] * len(values))}) RETURNING *",
+        values,
     )
     _send_on_commit([event], type(instance), instance)
     return event
@@ -116,19 +114,17 @@ def change_and_record(
     out on commit, like ``record``'s.
     """
     fields = _fields(kind, model, object_id, user, actor, owner, details)
-    field = Event._meta.get_field
-    values = [field(name).get_db_prep_save(value, connection) for name, value in fields.items()]
+    columns, values = prepared(Event, fields)
     details_sql = "%s"
     if row_details:
         pairs = ", ".join(f"'{c}', changed.{c}" for c in row_details)
         details_sql += f" || jsonb_strip_nulls(jsonb_build_object({pairs}))"
     placeholders = [details_sql if name == "details" else "%s" for name in fields]
     creator = "changed.created_by_id" if _has_field(model, "created_by") else "NULL"
-    columns = ", ".join(field(name).column for name in [*fields, "created_by"])
     rows = returned(
         model,
         f"WITH changed AS ({statement}), logged AS (INSERT INTO {Event._meta.db_table}"
-        f" ({columns}) SELECT {', '.join(placeholders)}, {creator} FROM changed"
+        f" ({', '.join(columns)}, {Event._meta.get_field('created_by').column}) SELECT {', '.join(placeholders)}, {creator} FROM changed"
         " RETURNING id, created_at, details)"
         " SELECT changed.*, logged.id AS event_pk, logged.created_at AS event_at,"
         " logged.details AS event_details FROM changed CROSS JOIN logged",
@@ -136,7 +132,9 @@ def change_and_record(
     )
     instance = next(iter(rows), None)
     if instance is not None:
-        details = field("details").from_db_value(instance.event_details, None, connection)
+        details = Event._meta.get_field("details").from_db_value(
+            instance.event_details, None, connection
+        )
         event = Event(
             pk=instance.event_pk,
             created_at=instance.event_at,

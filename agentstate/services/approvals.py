@@ -23,7 +23,7 @@ from django.db.models.functions import Now
 
 from agentstate import events
 from agentstate.conf import agentstate_settings
-from agentstate.db import atomic_retry, returned, sql_of
+from agentstate.db import atomic_retry, prepared, returned, sql_of
 from agentstate.exceptions import (
     AlreadyDecided,
     ApprovalRequestExpired,
@@ -142,22 +142,18 @@ def ensure_request(
 
 def _decided(request: ApprovalRequest) -> datetime:
     """Store the request's decision, decided now by the database clock; returns when."""
-    field = ApprovalRequest._meta.get_field
-    names = ["status", "always", "decided_by", "reason"]
+    columns, params = prepared(
+        ApprovalRequest,
+        {n: getattr(request, n) for n in ("status", "always", "decided_by_id", "reason")},
+    )
     now, now_params = sql_of(Now(), ApprovalRequest)
+    decided_at = ApprovalRequest._meta.get_field("decided_at").column
     (stored,) = returned(
         ApprovalRequest,
         f"UPDATE {ApprovalRequest._meta.db_table}"
-        f" SET {', '.join(f'{field(n).column} = %s' for n in names)},"
-        f" {field('decided_at').column} = {now} WHERE id = %s RETURNING *",
-        [
-            *(
-                field(n).get_db_prep_save(getattr(request, field(n).attname), connection)
-                for n in names
-            ),
-            *now_params,
-            request.pk,
-        ],
+        f" SET {', '.join(f'{c} = %s' for c in columns)}, {decided_at} = {now}"
+        " WHERE id = %s RETURNING *",
+        [*params, *now_params, request.pk],
     )
     return stored.decided_at
 

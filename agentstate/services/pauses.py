@@ -24,7 +24,7 @@ from django.db.models.functions import Now
 
 from agentstate import events
 from agentstate.conf import agentstate_settings
-from agentstate.db import atomic_retry, returned, sql_of
+from agentstate.db import atomic_retry, prepared, returned, sql_of
 from agentstate.exceptions import (
     AlreadyClaimed,
     AlreadyResolved,
@@ -225,13 +225,11 @@ def _put_locked(
 def _row_values(fields: dict[str, Any], ttl: timedelta) -> tuple[list[str], list[str], list[Any]]:
     """The columns of a pause written with ``fields``, created now and expiring ``ttl``
     from now by the database clock: the column names, their SQL values, the params."""
-    field = PausedRun._meta.get_field
     now, now_params = sql_of(Now(), PausedRun)
     expiry, expiry_params = sql_of(_expiry(ttl), PausedRun)
-    columns = [*(field(name).column for name in fields), "created_at", "expires_at"]
+    columns, params = prepared(PausedRun, fields)
     values = ["%s"] * len(fields) + [now, expiry]
-    params = [field(n).get_db_prep_save(v, connection) for n, v in fields.items()]
-    return columns, values, [*params, *now_params, *expiry_params]
+    return [*columns, "created_at", "expires_at"], values, [*params, *now_params, *expiry_params]
 
 
 def _written(fields: dict[str, Any], ttl: timedelta, pk: int | None = None) -> PausedRun:

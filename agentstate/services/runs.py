@@ -23,7 +23,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from agentstate import events
-from agentstate.db import atomic_retry, returned
+from agentstate.db import atomic_retry, prepared, returned
 from agentstate.exceptions import BadInput, RunExists, RunNotFound
 from agentstate.models import ApprovalCall, ApprovalRecord, Run
 from agentstate.validation import check_json, check_key, check_run_id, text_problem
@@ -256,14 +256,14 @@ def _written_record(
     changed = ["updated_at", "updated_by"]
     if flags is not None:
         changed += ["approved_always", "rejected_always"]
-    columns = ", ".join(field(name).column for name in values)
+    columns, params = prepared(ApprovalRecord, values)
     (record,) = returned(
         ApprovalRecord,
-        f"INSERT INTO {table} ({columns}) VALUES ({', '.join(['%s'] * len(values))})"
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(params))})"
         f" ON CONFLICT ({field('run').column}, {field('tool_name').column}) DO UPDATE SET"
         f" {', '.join(f'{field(n).column} = excluded.{field(n).column}' for n in changed)}"
         " RETURNING *",
-        [field(name).get_db_prep_save(value, connection) for name, value in values.items()],
+        params,
     )
     return record
 
