@@ -29,6 +29,9 @@ DEFAULTS: dict[str, Any] = {
     # Page size of the REST list endpoints (``?page_size=`` may lower it).
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 500,
+    # The storage backend class for every database (a dotted path); ``None``:
+    # PostgreSQL's own on PostgreSQL, the portable ORM backend elsewhere.
+    "BACKEND": None,
 }
 
 DURATIONS = ("PAUSE_TTL", "MAX_PAUSE_TTL", "APPROVAL_TTL", "RETENTION")
@@ -70,6 +73,8 @@ class AgentStateSettings:
             value = getattr(self, name)
             if not isinstance(value, timedelta) or value <= timedelta(0):
                 problems.append(f"{name} must be a positive duration (timedelta or seconds)")
+        if self.BACKEND is not None and not isinstance(self.BACKEND, str):
+            problems.append("BACKEND must be a dotted path to a backend class, or None")
         for name in POSITIVE_INTS:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

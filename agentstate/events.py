@@ -5,13 +5,17 @@ the row commits or rolls back with it, and the signals go out on commit.
 """
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection, models, transaction
 
 from agentstate import signals
 from agentstate.db import M, prepared, returned
+from agentstate.db import from_json as from_json_row
 from agentstate.models import Event
+
+if TYPE_CHECKING:
+    from agentstate.backends.base import Actor
 
 
 def actor_name(user: Any = None, actor: str | None = None) -> str:
@@ -170,6 +174,38 @@ def listened(kind: str, sender: type) -> bool:
     )
 
 
-def announce(events: list[Event], model: type[models.Model]) -> None:
-    """Send the signals of events written without ``record``, after commit."""
-    _send_on_commit(events, model, None)
+def announce(events: list[Event], sender: type[models.Model], instance: Any = None) -> None:
+    """Send the signals of the events a backend wrote, after its transaction commits
+    (at once in autocommit). ``instance``: the changed object (``None`` for a bulk
+    change, whose events name their objects)."""
+    if events:
+        _send_on_commit(events, sender, instance)
+
+
+def new(
+    kind: str,
+    model: type[models.Model],
+    object_id: str,
+    by: "Actor",
+    *,
+    created_by_id: int | None = None,
+    owner: str = "",
+    details: dict | None = None,
+) -> Event:
+    """An event about an object of ``model``, for a backend to save in the change's
+    transaction."""
+    return Event(
+        kind=kind,
+        actor=by.name,
+        user_id=by.user_id,
+        object_type=model._meta.model_name,
+        object_id=object_id,
+        created_by_id=created_by_id,
+        owner=owner,
+        details=details or {},
+    )
+
+
+def from_json(rows: list[dict[str, Any]], alias: str = "default") -> list[Event]:
+    """Events as a PostgreSQL function answered them (``to_jsonb`` of the rows)."""
+    return [from_json_row(Event, row, alias) for row in rows]

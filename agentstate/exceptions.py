@@ -4,18 +4,30 @@ One class per refusal, so Python callers catch what they mean and the REST
 layer maps every one to ``{"detail", "code"}`` in one place.
 """
 
+from typing import Any
+
 
 class AgentStateError(Exception):
-    """Base of every refusal; ``status`` and ``code`` are what REST answers."""
+    """Base of every refusal; ``status`` and ``code`` are what REST answers.
+
+    ``template`` words the detail from the facts of the case (``facts()``),
+    so that every backend refuses in the same words.
+    """
 
     status = 400
     code = "invalid"
     default_detail = "Invalid request."
+    template: str | None = None
 
     def __init__(self, detail: str | None = None, *, field: str | None = None) -> None:
         self.detail = detail or self.default_detail
         self.field = field
         super().__init__(self.detail)
+
+    @classmethod
+    def of(cls, *, field: str | None = None, **facts: Any) -> "AgentStateError":
+        """The refusal worded by ``template`` from ``facts``."""
+        return cls(cls.template.format(**facts) if cls.template and facts else None, field=field)
 
 
 class BadInput(AgentStateError, ValueError):
@@ -31,26 +43,31 @@ class NotFound(AgentStateError, LookupError):
 class ScopeNotFound(NotFound):
     code = "scope_not_found"
     default_detail = "Scope not found."
+    template = "Scope {scope!r} not found."
 
 
 class VariableNotFound(NotFound):
     code = "variable_not_found"
     default_detail = "Variable not found."
+    template = "No variable {name!r} in scope {scope!r}."
 
 
 class PauseNotFound(NotFound):
     code = "pause_not_found"
     default_detail = "Pause not found."
+    template = "No pause for chat {chat_id!r}, tool call {tool_call_id!r}."
 
 
 class RunNotFound(NotFound):
     code = "run_not_found"
     default_detail = "Run not found."
+    template = "Run {run_id!r} not found."
 
 
 class ApprovalRequestNotFound(NotFound):
     code = "approval_request_not_found"
     default_detail = "Approval request not found."
+    template = "Approval request {id} not found."
 
 
 class Conflict(AgentStateError):
@@ -62,12 +79,40 @@ class Conflict(AgentStateError):
 class TypeConflict(Conflict):
     code = "type_conflict"
     default_detail = "The variable's type does not allow this operation."
+    template = "Variable {name!r} holds {held}, which {operation} cannot take."
+
+    # What a variable holds, by its JSON type (jsonb_typeof's names).
+    HELD = {
+        "object": "an object",
+        "array": "an array",
+        "empty array": "an empty list",
+        "string": "a string",
+        "number": "a number",
+        "boolean": "a boolean",
+        "null": "null",
+    }
+
+    @classmethod
+    def of(cls, *, field: str | None = None, **facts: Any) -> "AgentStateError":
+        facts["held"] = cls.HELD.get(facts["held"], facts["held"])
+        return super().of(field=field, **facts)
 
 
 class VersionMismatch(AgentStateError):
     status = 412
     code = "version_mismatch"
     default_detail = "The variable's version does not match if_version."
+    template = "Variable {name!r} is at version {version}, not {if_version}."
+
+
+class UsageOverflow(BadInput):
+    """A usage total would pass what its column holds; nothing was added."""
+
+    template = "{field} would exceed the largest total, 2**63 - 1."
+
+    @classmethod
+    def of(cls, *, field: str | None = None, **facts: Any) -> "AgentStateError":
+        return cls(cls.template.format(field=field), field=field)
 
 
 class AlreadyClaimed(Conflict):
@@ -88,21 +133,25 @@ class QuestionSuperseded(Conflict):
 class NotClaimed(Conflict):
     code = "not_claimed"
     default_detail = "The pause is not claimed."
+    template = "The pause is {status}, not claimed."
 
 
 class NotPending(Conflict):
     code = "not_pending"
     default_detail = "The pause is not pending."
+    template = "The pause is {status}, not pending."
 
 
 class RunExists(Conflict):
     code = "run_exists"
     default_detail = "A run with this run_id already exists."
+    template = "A run with run_id {run_id!r} already exists."
 
 
 class AlreadyDecided(Conflict):
     code = "already_decided"
     default_detail = "The approval request was already decided."
+    template = "The approval request was already {status}{by}."
 
 
 class Expired(AgentStateError):
@@ -117,3 +166,12 @@ class PauseExpired(Expired):
 
 class ApprovalRequestExpired(Expired):
     default_detail = "The approval request expired before it was decided."
+
+
+def refusal(name: str, facts: dict[str, Any]) -> AgentStateError:
+    """The refusal a backend names (``"PauseExpired"``) with the facts of the case;
+    ``facts["field"]`` names the bad field of a ``BadInput``."""
+    cls = globals().get(name)
+    if not (isinstance(cls, type) and issubclass(cls, AgentStateError)):
+        raise LookupError(f"No agentstate refusal named {name!r}.")
+    return cls.of(**facts)

@@ -1,0 +1,33 @@
+"""The storage backend of each database: ``backend(using)``.
+
+PostgreSQL gets ``PostgreSQLBackend`` (one round trip per operation); every
+other database Django supports, SQLite included, the portable
+``ORMBackend``. ``AGENTSTATE["BACKEND"]`` (a dotted path) names another
+class for every database.
+"""
+
+import functools
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.utils.module_loading import import_string
+
+from agentstate.conf import agentstate_settings
+
+from .base import Actor, Backend, Changed, Reach, Records
+
+__all__ = ["Actor", "Backend", "Changed", "Reach", "Records", "backend"]
+
+BY_VENDOR = {"postgresql": "agentstate.backends.postgresql.PostgreSQLBackend"}
+PORTABLE = "agentstate.backends.orm.ORMBackend"
+
+
+def backend(using: str | None = None) -> Backend:
+    """The backend of the database ``using`` (default: Django's default database)."""
+    alias = using or DEFAULT_DB_ALIAS
+    path = agentstate_settings.BACKEND or BY_VENDOR.get(connections[alias].vendor, PORTABLE)
+    return _instance(path, alias)
+
+
+@functools.cache
+def _instance(path: str, alias: str) -> Backend:
+    return import_string(path)(alias)

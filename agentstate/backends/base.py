@@ -1,0 +1,272 @@
+"""The storage interface every service calls: one method per operation.
+
+A backend does the operation's reads and writes, its audit events included,
+atomically, and refuses with the exceptions of ``agentstate.exceptions``.
+The services before it check their arguments (``agentstate.validation``) and
+send the signals of the events it returns after commit
+(``agentstate.events.announce``), so a backend never validates input nor
+sends signals, and two backends differ only in how they store.
+
+Two implementations, one per kind of database:
+
+- ``agentstate.backends.orm.ORMBackend``, on Django's ORM: one transaction per
+  operation, row locks (``SELECT ... FOR UPDATE``) where the database has
+  them (SQLite's IMMEDIATE transactions serialize writers instead);
+- ``agentstate.backends.postgresql.PostgreSQLBackend``: every operation is
+  one round trip, a single call of a PL/pgSQL function that a migration
+  installs (``agentstate/backends/postgresql/sql/``).
+
+``Reach`` says whose objects an operation may touch, so that a REST caller's
+access is decided inside the operation's own statement: an object outside
+the reach answers "not found", exactly like a missing one.
+"""
+
+from __future__ import annotations
+
+import abc
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentstate.models import ApprovalRequest, Event, PausedRun, Run
+
+Records = dict[str, dict[str, bool | list[str]]]
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The objects of one caller: those it created (``user_id``) and, for pauses,
+    those it owns (``username``). ``None`` as a reach: every object."""
+
+    user_id: int | None
+    username: str = ""
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who makes a change, as its events record it: the user (``None``: no
+    user, like the sweeper) and the principal's name (``actor``)."""
+
+    user_id: int | None = None
+    name: str = ""
+
+    @classmethod
+    def of(cls, user: Any = None, name: str | None = None) -> Actor:
+        """``user`` (anonymous or none: no user) named ``name``, else by its username."""
+        signed_in = getattr(user, "is_authenticated", False)
+        return cls(
+            user.pk if signed_in else None, name or (user.get_username() if signed_in else "")
+        )
+
+
+@dataclass(frozen=True)
+class Changed:
+    """An operation's result and the events it appended (in its transaction)."""
+
+    value: Any
+    events: list[Event]
+
+
+class Backend(abc.ABC):
+    """One database's implementation of every operation.
+
+    ``alias`` names the database connection (``settings.DATABASES``). Every
+    method is atomic on its own; inside a caller's transaction it joins it
+    (and a refusal leaves nothing of it written).
+    """
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+
+    # Context variables (docs: concepts/context). ``owner_id``: the scope's
+    # owner (``None``: the site's namespace). ``actor``: stored as the
+    # variable's ``updated_by``.
+
+    @abc.abstractmethod
+    def put(
+        self,
+        scope: str,
+        name: str,
+        value: Any,
+        if_version: int | None,
+        owner_id: int | None,
+        actor: str,
+    ) -> int:
+        """Store ``value`` (a list as elements); creates the scope and the variable as
+        needed. ``if_version`` (0: must not exist) else ``VersionMismatch``.
+        Returns the new version."""
+
+    @abc.abstractmethod
+    def get(self, scope: str, names: list[str] | None, owner_id: int | None) -> dict[str, Any]:
+        """The stored values of ``names`` (every variable when ``None``), lists
+        whole and in order, absent names left out; ``ScopeNotFound``."""
+
+    @abc.abstractmethod
+    def push(
+        self, scope: str, name: str, value: Any, owner_id: int | None, actor: str
+    ) -> tuple[int, int]:
+        """Append ``value``: absent becomes ``[value]``, a string ``s`` becomes
+        ``[s, value]``, anything else but a list is ``TypeConflict``. Creates the
+        scope as needed. Returns ``(length, version)``."""
+
+    @abc.abstractmethod
+    def pop(self, scope: str, name: str, lifo: bool, owner_id: int | None, actor: str) -> Any:
+        """Remove and return a string, or a list's last (``lifo``) or first element;
+        an emptied list removes the variable, a list left with one string collapses
+        to it. ``ScopeNotFound``, ``VariableNotFound``, ``TypeConflict``."""
+
+    @abc.abstractmethod
+    def delete(self, scope: str, name: str, owner_id: int | None) -> None:
+        """Remove a variable: ``ScopeNotFound``, ``VariableNotFound``."""
+
+    @abc.abstractmethod
+    def delete_scope(self, scope: str, owner_id: int | None) -> None:
+        """Remove a scope and its variables: ``ScopeNotFound``."""
+
+    # Paused runs (docs: concepts/pauses). Times are the database clock's.
+
+    @abc.abstractmethod
+    def put_pause(
+        self,
+        chat_id: str,
+        tool_call_id: str,
+        owner: str,
+        payload: Any,
+        ttl: timedelta,
+        question_id: uuid.UUID,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed:
+        """Keep the call's pause pending under ``question_id``, expiring ``ttl`` from
+        now, replacing an earlier one whatever its status (one outside ``reach``:
+        ``PauseNotFound``, nothing changed). Created by ``by.user_id``. Event
+        ``pause.created`` (details: question_id, expires_at, replaced: the earlier
+        status). Value: the ``PausedRun``."""
+
+    @abc.abstractmethod
+    def claim(
+        self, chat_id: str, tool_call_id: str, owner: str, question_id: str, by: Actor
+    ) -> Changed:
+        """Claim ``owner``'s pending pause waiting on ``question_id``, exactly once;
+        ``claimed_by`` is ``by.name``. Refusals, the first that applies:
+        ``PauseNotFound`` (another owner's too), ``QuestionSuperseded``,
+        ``AlreadyClaimed``, ``AlreadyResolved``, ``PauseExpired``. Event
+        ``pause.claimed``. Value: the ``PausedRun``."""
+
+    @abc.abstractmethod
+    def resolve(self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor) -> Changed:
+        """A claimed pause becomes resolved; any other status ``NotClaimed``; outside
+        ``reach`` ``PauseNotFound``. Event ``pause.resolved``. Value: the
+        ``PausedRun``."""
+
+    @abc.abstractmethod
+    def cancel(self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor) -> Changed:
+        """Remove a pending, unexpired pause; any other ``NotPending``. Event
+        ``pause.cancelled``. Value: the ``PausedRun`` as it was."""
+
+    # Runs, usage and approvals (docs: concepts/runs). ``run_id`` names the
+    # run; one outside ``reach`` (``Reach.user_id``: its creator) is
+    # ``RunNotFound``.
+
+    @abc.abstractmethod
+    def create_run(self, run_id: str, context: Any, created_by_id: int | None) -> Run:
+        """A new run; ``RunExists`` when the id is taken."""
+
+    @abc.abstractmethod
+    def run(self, run_id: str, reach: Reach | None) -> tuple[Run, Records]:
+        """The run and its approval records map."""
+
+    @abc.abstractmethod
+    def update_run(self, run_id: str, context: Any, reach: Reach | None) -> tuple[Run, Records]:
+        """Replace the run's context; the run and its records map."""
+
+    @abc.abstractmethod
+    def add_usage(
+        self, run_id: str, increments: dict[str, int], reach: Reach | None
+    ) -> dict[str, int]:
+        """Add ``increments`` (every usage counter) in one atomic step; a total past
+        2**63 - 1 is ``BadInput`` naming the counter, nothing added. Returns the
+        totals."""
+
+    @abc.abstractmethod
+    def records(self, run_id: str, reach: Reach | None) -> Records:
+        """The run's approval records in the Agents SDK's form."""
+
+    @abc.abstractmethod
+    def is_tool_approved(
+        self, run_id: str, tool_name: str, call_id: str, reach: Reach | None
+    ) -> bool | None:
+        """The SDK's precedence over the tool's record: ``True``, ``False`` or ``None``."""
+
+    @abc.abstractmethod
+    def record_decision(
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        approve: bool,
+        always: bool,
+        reason: str,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed:
+        """Approve or reject one call (appended when that side is a list) or, with
+        ``always``, every call; who, when and why kept per call. Event
+        ``approvals.changed``. Value: the records map."""
+
+    @abc.abstractmethod
+    def rebuild_approvals(
+        self, run_id: str, records: Records, reach: Reach | None, by: Actor
+    ) -> Changed:
+        """Replace every approval record of the run with ``records`` (checked). Event
+        ``approvals.rebuilt``. Value: the records map."""
+
+    @abc.abstractmethod
+    def request_approval(
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        arguments: Any,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed:
+        """The run's request for ``call_id``, filed now unless one exists (then
+        returned as it is, no event). A new one is filed already decided when the
+        run's records decide the call. Event ``approval.requested``. Value:
+        ``(ApprovalRequest, created)``, the request with ``current_status``."""
+
+    @abc.abstractmethod
+    def decide(
+        self,
+        request_id: int,
+        approve: bool,
+        always: bool,
+        reason: str,
+        approval_ttl: timedelta,
+        by: Actor,
+    ) -> Changed:
+        """Decide a pending request exactly once and write the run's record as
+        ``record_decision`` does. ``ApprovalRequestNotFound``, ``ApprovalRequestExpired``
+        (pending for longer than ``approval_ttl``), ``AlreadyDecided``. Events
+        ``approvals.changed`` and ``approval.decided``. Value: the request."""
+
+    # The sweep (docs: concepts/expiry): each call is one batch of at most
+    # ``size`` rows, locked without waiting (two sweeps take disjoint batches).
+
+    @abc.abstractmethod
+    def expire_pauses(self, size: int) -> Changed:
+        """Mark pending pauses past their expiry expired. Event ``pause.expired`` per
+        pause. Value: how many."""
+
+    @abc.abstractmethod
+    def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed:
+        """Mark pending requests older than ``approval_ttl`` expired. Event
+        ``approval.expired`` per request. Value: how many."""
+
+    @abc.abstractmethod
+    def purge_pauses(self, size: int, retention: timedelta) -> int:
+        """Delete resolved and expired pauses last changed more than ``retention``
+        ago; how many."""

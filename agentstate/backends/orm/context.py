@@ -1,0 +1,200 @@
+"""Context variables on the ORM: a transaction per operation, the variable's row locked."""
+
+from typing import Any
+
+from django.db.models import Model, QuerySet
+
+from agentstate.exceptions import ScopeNotFound, TypeConflict, VariableNotFound, VersionMismatch
+from agentstate.models import Element, Scope, Variable
+
+
+def json_type(value: Any) -> str:
+    """A JSON value's type by ``jsonb_typeof``'s names."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {dict: "object", list: "array", str: "string"}.get(type(value), type(value).__name__)
+
+
+class ContextOperations:
+    alias: str
+    atomic: Any
+
+    def rows(self, model: type[Model]) -> QuerySet:
+        return model._default_manager.using(self.alias)
+
+    def _scope(self, key: str, owner_id: int | None, *, lock: bool = False) -> Scope | None:
+        scopes = self.rows(Scope)
+        if lock:
+            # Held while a variable is added, so the scope cannot be deleted meanwhile.
+            scopes = scopes.select_for_update(no_key=True)
+        return scopes.filter(key=key, owner_id=owner_id).first()
+
+    def _existing_scope(self, key: str, owner_id: int | None) -> Scope:
+        scope = self._scope(key, owner_id)
+        if scope is None:
+            raise ScopeNotFound.of(scope=key)
+        return scope
+
+    def _ensure_scope(self, key: str, owner_id: int | None) -> Scope:
+        scope = self._scope(key, owner_id, lock=True)
+        while scope is None:
+            self.rows(Scope).bulk_create([Scope(key=key, owner_id=owner_id)], ignore_conflicts=True)
+            scope = self._scope(key, owner_id, lock=True)
+        return scope
+
+    def _locked(self, scope: Scope, name: str) -> Variable | None:
+        return self.rows(Variable).select_for_update().filter(scope=scope, name=name).first()
+
+    def _lock_or_create(self, scope_key: str, owner_id: int | None, name: str) -> Variable:
+        """The variable's row, locked; a new one is made at version 0 (every caller
+        changes it before it commits). The upsert leaves the row locked by this
+        transaction whether it inserted it or met a racing creator's."""
+        scope = self._scope(scope_key, owner_id)
+        variable = None if scope is None else self._locked(scope, name)
+        if variable is None:
+            scope = self._ensure_scope(scope_key, owner_id)
+            self.rows(Variable).bulk_create(
+                [Variable(scope=scope, name=name, version=0)],
+                update_conflicts=True,
+                unique_fields=["scope", "name"],
+                update_fields=["name"],
+            )
+            variable = self._locked(scope, name)
+        return variable
+
+    def _save(self, variable: Variable, actor: str) -> None:
+        variable.version += 1
+        variable.updated_by = actor
+        variable.save(
+            using=self.alias,
+            update_fields=[
+                "is_list",
+                "value",
+                "head",
+                "tail",
+                "version",
+                "updated_by",
+                "updated_at",
+            ],
+        )
+
+    def _store_list(self, variable: Variable, values: list[Any], start: int = 0) -> None:
+        self.rows(Element).bulk_create(
+            Element(variable=variable, position=start + i, value=item)
+            for i, item in enumerate(values)
+        )
+
+    def put(self, scope, name, value, if_version, owner_id, actor):
+        return self.atomic(self._put, scope, name, value, if_version, owner_id, actor)
+
+    def _put(self, scope, name, value, if_version, owner_id, actor):
+        variable = self._lock_or_create(scope, owner_id, name)
+        if if_version is not None and variable.version != if_version:
+            raise VersionMismatch.of(name=name, version=variable.version, if_version=if_version)
+        if variable.is_list:
+            self.rows(Element).filter(variable=variable).delete()
+        variable.is_list = isinstance(value, list)
+        if variable.is_list:
+            self._store_list(variable, value)
+            variable.value, variable.head, variable.tail = None, 0, len(value)
+        else:
+            variable.value, variable.head, variable.tail = value, 0, 0
+        self._save(variable, actor)
+        return variable.version
+
+    def get(self, scope, names, owner_id):
+        return self.atomic(self._get, scope, names, owner_id)
+
+    def _get(self, scope, names, owner_id):
+        variables = self.rows(Variable).filter(scope=self._existing_scope(scope, owner_id))
+        if names is not None:
+            variables = variables.filter(name__in=names)
+        variables = list(variables.order_by("name"))
+        lists: dict[int, list[Any]] = {v.pk: [] for v in variables if v.is_list}
+        elements = (
+            self.rows(Element)
+            .filter(variable_id__in=lists)
+            .order_by("variable_id", "position")
+            .values_list("variable_id", "value")
+        )
+        for variable_id, value in elements if lists else ():
+            lists[variable_id].append(value)
+        return {v.name: lists[v.pk] if v.is_list else v.value for v in variables}
+
+    def push(self, scope, name, value, owner_id, actor):
+        return self.atomic(self._push, scope, name, value, owner_id, actor)
+
+    def _push(self, scope, name, value, owner_id, actor):
+        variable = self._lock_or_create(scope, owner_id, name)
+        if variable.version == 0:  # new: becomes [value]
+            variable.is_list = True
+        elif not variable.is_list:
+            if not isinstance(variable.value, str):
+                raise TypeConflict.of(name=name, held=json_type(variable.value), operation="push")
+            self._store_list(variable, [variable.value])  # a string s becomes [s, value]
+            variable.is_list, variable.value, variable.head, variable.tail = True, None, 0, 1
+        self._store_list(variable, [value], variable.tail)
+        variable.tail += 1
+        self._save(variable, actor)
+        return variable.length, variable.version
+
+    def pop(self, scope, name, lifo, owner_id, actor):
+        return self.atomic(self._pop, scope, name, lifo, owner_id, actor)
+
+    def _pop(self, scope, name, lifo, owner_id, actor):
+        variable = self._locked(self._existing_scope(scope, owner_id), name)
+        if variable is None:
+            raise VariableNotFound.of(name=name, scope=scope)
+        if not variable.is_list:
+            if not isinstance(variable.value, str):
+                raise TypeConflict.of(name=name, held=json_type(variable.value), operation="pop")
+            variable.delete(using=self.alias)
+            return variable.value
+        if variable.length == 0:
+            raise TypeConflict.of(name=name, held="empty array", operation="pop")
+        elements = self.rows(Element).filter(variable=variable)
+        position = variable.tail - 1 if lifo else variable.head
+        element = elements.get(position=position)
+        element.delete(using=self.alias)
+        if lifo:
+            variable.tail -= 1
+        else:
+            variable.head += 1
+        if variable.length == 0:  # emptied: the variable goes
+            variable.delete(using=self.alias)
+            return element.value
+        if variable.length == 1:  # one string left: the list collapses to it
+            rest = elements.get(position=variable.head)
+            if isinstance(rest.value, str):
+                rest.delete(using=self.alias)
+                variable.is_list, variable.value, variable.head, variable.tail = (
+                    False,
+                    rest.value,
+                    0,
+                    0,
+                )
+        self._save(variable, actor)
+        return element.value
+
+    def delete(self, scope, name, owner_id):
+        self.atomic(self._delete, scope, name, owner_id)
+
+    def _delete(self, scope, name, owner_id):
+        variable = self._locked(self._existing_scope(scope, owner_id), name)
+        if variable is None:
+            raise VariableNotFound.of(name=name, scope=scope)
+        variable.delete(using=self.alias)
+
+    def delete_scope(self, scope, owner_id):
+        self.atomic(self._delete_scope, scope, owner_id)
+
+    def _delete_scope(self, scope, owner_id):
+        found = self.rows(Scope).select_for_update().filter(key=scope, owner_id=owner_id).first()
+        if found is None:
+            raise ScopeNotFound.of(scope=scope)
+        list(self.rows(Variable).select_for_update().filter(scope=found).values_list("pk"))
+        found.delete(using=self.alias)

@@ -1,0 +1,76 @@
+"""The PostgreSQL backend: every operation one round trip.
+
+Each operation is one call of a PL/pgSQL function (``sql/*.sql``, installed
+by the migrations through ``install``) that does the whole operation, its
+audit events included, and answers in JSON. A refusal raises SQLSTATE
+``AS001`` (``agentstate_refuse``), naming the exception class of
+``agentstate.exceptions`` and the facts of the case, which undoes what the
+call wrote. No transaction is opened around it: in autocommit the call is
+its own transaction. No session state outlives a call, so it runs unchanged
+behind PgBouncer in transaction pooling mode.
+
+The functions' SQL lives in ``sql/``, one file per part, read in name order.
+Changing a file takes a new migration that runs ``install`` again (it drops
+every ``agentstate_*`` function first, so signatures may change).
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.db import DatabaseError
+
+from agentstate.backends.base import Backend
+from agentstate.db import call
+from agentstate.exceptions import refusal
+
+from .context import ContextOperations
+from .pauses import PauseOperations
+from .runs import RunOperations
+from .sweep import SweepOperations
+
+SQL_DIR = Path(__file__).with_name("sql")
+PREFIX = "agentstate_"
+REFUSED = "AS001"
+
+
+def install(schema_editor: Any) -> None:
+    """Install the current functions (a ``RunPython`` step; nothing off PostgreSQL)."""
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    uninstall(schema_editor)
+    # A SQL function's body may name tables that a later migration makes.
+    schema_editor.execute("SET LOCAL check_function_bodies = off", params=None)
+    for path in sorted(SQL_DIR.glob("*.sql")):
+        schema_editor.execute(path.read_text(), params=None)
+
+
+def uninstall(schema_editor: Any) -> None:
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    schema_editor.execute(
+        "DO $$ DECLARE f regprocedure; BEGIN"
+        " FOR f IN SELECT p.oid::regprocedure FROM pg_proc p"
+        " JOIN pg_namespace n ON n.oid = p.pronamespace"
+        f" WHERE n.nspname = current_schema() AND p.proname LIKE '{PREFIX}%'"
+        " LOOP EXECUTE 'DROP FUNCTION ' || f; END LOOP; END $$",
+        params=None,
+    )
+
+
+class PostgreSQLBackend(
+    ContextOperations, PauseOperations, RunOperations, SweepOperations, Backend
+):
+    """Every operation of ``Backend`` as one call of its function."""
+
+    def call(self, function: str, *args: Any) -> Any:
+        """The function's result; its refusal raised as the exception it names."""
+        try:
+            return call(self.alias, PREFIX + function, *args)
+        except DatabaseError as error:
+            diagnostic = getattr(error.__cause__, "diag", None)
+            if getattr(error.__cause__, "sqlstate", None) != REFUSED:
+                raise
+            raise refusal(
+                diagnostic.message_primary, json.loads(diagnostic.message_detail)
+            ) from None

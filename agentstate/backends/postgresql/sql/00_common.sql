@@ -1,0 +1,28 @@
+-- What every part uses: refusals and the event log.
+
+-- Refuse: undo what the call wrote and name the refusal (an exception class
+-- of agentstate.exceptions) with the facts of the case. Declared to return
+-- jsonb so that a function can end with RETURN agentstate_refuse(...).
+CREATE FUNCTION agentstate_refuse(p_name text, p_facts jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION USING ERRCODE = 'AS001', MESSAGE = p_name, DETAIL = p_facts::text;
+END $$;
+
+-- Append one event (agentstate_event) and answer it as JSON, for the
+-- signals that Python sends after commit.
+CREATE FUNCTION agentstate_record(
+    p_kind text, p_object_type text, p_object_id text, p_user_id bigint, p_actor text,
+    p_created_by_id bigint, p_owner text, p_details jsonb
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    recorded jsonb;
+BEGIN
+    INSERT INTO agentstate_event
+        (kind, actor, user_id, object_type, object_id, created_by_id, owner, details, created_at)
+    VALUES (p_kind, p_actor, p_user_id, p_object_type, p_object_id, p_created_by_id,
+            coalesce(p_owner, ''), coalesce(p_details, '{}'), now())
+    RETURNING to_jsonb(agentstate_event.*) INTO recorded;
+    RETURN recorded;
+END $$;
