@@ -30,7 +30,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentstate.models import ApprovalRequest, Event, PausedRun, Run
+    from agentstate.models import Event, Run
 
 Records = dict[str, dict[str, bool | list[str]]]
 
