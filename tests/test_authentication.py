@@ -56,3 +56,29 @@ def test_refusals_match_drf_and_take_effect_at_once(alice, case):
     assert ours == drf and len(ours) == 1
     response = by_token(key).get("/api/context/?scope=nothing")
     assert response.status_code == 401 and response.json()["code"] == "not_authenticated"
+
+
+def test_permission_checks_cost_no_query_and_changes_hold_from_the_next_request(
+    make_user, django_assert_num_queries, is_postgres
+):
+    from django.contrib.auth.models import Group, Permission
+
+    service = make_user("service", "agentstate.view_run")
+    group = Group.objects.create(name="reviewers")
+    group.permissions.add(Permission.objects.get(codename="decide_approvalrequest"))
+    service.groups.add(group)
+    key = Token.objects.create(user=service).key
+    user, _ = TokenAuthentication().authenticate_credentials(key)
+    with django_assert_num_queries(0 if is_postgres else 2):
+        assert user.has_perm("agentstate.view_run")
+        assert user.has_perm("agentstate.decide_approvalrequest")
+        assert not user.has_perm("agentstate.change_run")
+    assert user.get_all_permissions() == {
+        "agentstate.view_run",
+        "agentstate.decide_approvalrequest",
+    }
+    service.user_permissions.clear()
+    service.groups.clear()
+    user, _ = TokenAuthentication().authenticate_credentials(key)
+    assert not user.has_perm("agentstate.view_run")
+    assert not user.has_perm("agentstate.decide_approvalrequest")
