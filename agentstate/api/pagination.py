@@ -1,6 +1,24 @@
+"""Pages of a listing in one query: the rows and, beside each, the total (a window count).
+
+DRF's ``PageNumberPagination`` asks the database twice, ``COUNT(*)`` and then
+the page; here the page's query carries ``COUNT(*) OVER ()``, so a listing
+costs one round trip. An empty page needs no count: on page 1 the total is
+0, past it the page does not exist (404, as DRF answers).
+"""
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import Count, QuerySet, Window
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
 
 from agentstate.conf import agentstate_settings
+
+TOTAL = "agentstate_total"
 
 
 class Pagination(PageNumberPagination):
@@ -8,7 +26,50 @@ class Pagination(PageNumberPagination):
 
     page_size_query_param = "page_size"
 
-    def get_page_size(self, request):
+    def get_page_size(self, request: Request) -> int:
         self.page_size = agentstate_settings.PAGE_SIZE
         self.max_page_size = agentstate_settings.MAX_PAGE_SIZE
         return super().get_page_size(request)
+
+    def paginate_queryset(
+        self, queryset: QuerySet, request: Request, view: Any = None
+    ) -> Sequence[Any]:
+        self.request = request
+        size = self.get_page_size(request)
+        text = request.query_params.get(self.page_query_param) or "1"
+        number = int(text) if text.isascii() and text.isdigit() else 0
+        if not 1 <= number <= 2**31:
+            raise NotFound(self.invalid_page_message.format(page_number=text, message=""))
+        offset = (number - 1) * size
+        rows = list(queryset.annotate(**{TOTAL: Window(Count("*"))})[offset : offset + size])
+        if not rows and number > 1:
+            raise NotFound(
+                self.invalid_page_message.format(page_number=text, message="That page is empty.")
+            )
+        self.number, self.size = number, size
+        self.count = getattr(rows[0], TOTAL) if rows else 0
+        return rows
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response(
+            {
+                "count": self.count,
+                "next": self.get_next_link(),
+                "previous": self.get_previous_link(),
+                "results": data,
+            }
+        )
+
+    def get_next_link(self) -> str | None:
+        if self.number * self.size >= self.count:
+            return None
+        url = self.request.build_absolute_uri()
+        return replace_query_param(url, self.page_query_param, self.number + 1)
+
+    def get_previous_link(self) -> str | None:
+        if self.number == 1:
+            return None
+        url = self.request.build_absolute_uri()
+        if self.number == 2:
+            return remove_query_param(url, self.page_query_param)
+        return replace_query_param(url, self.page_query_param, self.number - 1)
