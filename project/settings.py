@@ -78,6 +78,10 @@ if os.environ.get("DATABASE_URL"):
             conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0" if RUNSERVER else "60")),
         )
     }
+    # Behind PgBouncer in transaction pooling mode, a server-side cursor (what
+    # QuerySet.iterator() opens) would outlive the transaction that made it.
+    if os.environ.get("DATABASE_POOLING") == "transaction":
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 else:
     DATABASES = {
         "default": {
