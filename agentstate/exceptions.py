@@ -34,6 +34,16 @@ class BadInput(AgentStateError, ValueError):
     pass
 
 
+class UnknownOwner(BadInput):
+    """A named owner that is no user of the site."""
+
+    template = "No user named {username!r}."
+
+    @classmethod
+    def of(cls, *, field: str | None = "owner", **facts: Any) -> "AgentStateError":
+        return super().of(field=field, **facts)
+
+
 class NotFound(AgentStateError, LookupError):
     status = 404
     code = "not_found"

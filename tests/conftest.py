@@ -3,7 +3,8 @@
 The database is the one the settings pick: PostgreSQL when ``DATABASE_URL``
 is set, else a SQLite *file* (several connections can share it), so the
 concurrency tests run on both. Tests marked ``postgres_only`` are deselected
-(not skipped) on SQLite.
+(not skipped) on SQLite, and ``pgbouncer_only`` ones unless the connection goes
+through PgBouncer (``DATABASE_POOLING=transaction``).
 """
 
 import threading
@@ -18,12 +19,17 @@ from rest_framework.test import APIClient
 
 
 def pytest_collection_modifyitems(config, items):
+    import os
+
     from django.conf import settings
 
-    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
-        return
-    kept = [item for item in items if "postgres_only" not in item.keywords]
-    deselected = [item for item in items if "postgres_only" in item.keywords]
+    absent = set()
+    if not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        absent.add("postgres_only")
+    if os.environ.get("DATABASE_POOLING") != "transaction":
+        absent.add("pgbouncer_only")
+    kept = [item for item in items if not absent & set(item.keywords)]
+    deselected = [item for item in items if absent & set(item.keywords)]
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept

@@ -12,7 +12,7 @@ from rest_framework.permissions import IsAuthenticated
 
 from agentstate.exceptions import BadInput
 
-__all__ = ["IsAuthenticated", "has_model_perm", "named_owner"]
+__all__ = ["IsAuthenticated", "acting_owner", "has_model_perm", "named_owner"]
 
 
 def has_model_perm(user, codename: str) -> bool:
@@ -21,18 +21,24 @@ def has_model_perm(user, codename: str) -> bool:
 
 
 def named_owner(request, username: str | None, codename: str):
-    """The user a request acts for: itself, or ``username`` with ``codename``.
+    """``acting_owner``, the named owner looked up here (a listing filters by it)."""
+    owner = acting_owner(request, username, codename)
+    if not isinstance(owner, str):
+        return owner
+    User = get_user_model()
+    try:
+        return User._default_manager.get_by_natural_key(owner)
+    except User.DoesNotExist:
+        raise BadInput(f"No user named {username!r}.", field="owner") from None
 
-    Naming another owner without the permission is 403 whether or not that
-    owner exists; naming an unknown one with it is bad input.
-    """
+
+def acting_owner(request, username: str | None, codename: str):
+    """The owner a request acts for: itself, or ``username`` (as given: the operation
+    looks it up, and an unknown one is bad input) with ``codename``. Naming another
+    owner without the permission is 403 whether or not that owner exists."""
     user = request.user
     if username is None or username == user.get_username():
         return user
     if not has_model_perm(user, codename):
         raise PermissionDenied(f"You may not act for another owner without agentstate.{codename}.")
-    User = get_user_model()
-    try:
-        return User._default_manager.get_by_natural_key(username)
-    except User.DoesNotExist:
-        raise BadInput(f"No user named {username!r}.", field="owner") from None
+    return username

@@ -10,7 +10,7 @@ from agentstate.services import context
 
 from . import serializers_context as s
 from .base import AgentStateAPIView
-from .permissions import has_model_perm, named_owner
+from .permissions import acting_owner, has_model_perm, named_owner
 from .schema import documented
 
 
@@ -18,7 +18,8 @@ class ScopeOwnerMixin:
     """Resolves the owner a context request acts for: itself, or ``owner``."""
 
     def owner_for(self, data, write: bool):
-        return named_owner(
+        """The caller, or the username it names (looked up by the operation itself)."""
+        return acting_owner(
             self.request, data.get("owner"), "change_scope" if write else "view_scope"
         )
 
@@ -99,7 +100,7 @@ class ScopesView(ScopeOwnerMixin, AgentStateAPIView):
         q = self.query(s.ScopeQuery)
         scopes = Scope.objects.select_related("owner").annotate(variable_count=Count("variables"))
         if "owner" in q or not has_model_perm(request.user, "view_scope"):
-            scopes = scopes.filter(owner=self.owner_for(q, write=False))
+            scopes = scopes.filter(owner=named_owner(request, q.get("owner"), "view_scope"))
         if q.get("prefix"):
             scopes = scopes.filter(key__startswith=q["prefix"])
         return self.paginate(scopes.order_by("key", "pk"), s.ScopeSerializer)

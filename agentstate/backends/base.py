@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from agentstate.models import Event, Run
 
 Records = dict[str, dict[str, bool | list[str]]]
+Owner = int | str | None
 
 
 @dataclass(frozen=True)
@@ -80,9 +81,10 @@ class Backend(abc.ABC):
     def __init__(self, alias: str) -> None:
         self.alias = alias
 
-    # Context variables (docs: concepts/context). ``owner_id``: the scope's
-    # owner (``None``: the site's namespace). ``actor``: stored as the
-    # variable's ``updated_by``.
+    # Context variables (docs: concepts/context). ``owner``: the scope's
+    # owner, by id or by username (resolved in the operation; an unknown one
+    # is ``UnknownOwner``); ``None``: the site's namespace. ``actor``: stored
+    # as the variable's ``updated_by``.
 
     @abc.abstractmethod
     def put(
@@ -91,7 +93,7 @@ class Backend(abc.ABC):
         name: str,
         value: Any,
         if_version: int | None,
-        owner_id: int | None,
+        owner: Owner,
         actor: str,
     ) -> int:
         """Store ``value`` (a list as elements); creates the scope and the variable as
@@ -99,30 +101,28 @@ class Backend(abc.ABC):
         Returns the new version."""
 
     @abc.abstractmethod
-    def get(self, scope: str, names: list[str] | None, owner_id: int | None) -> dict[str, Any]:
+    def get(self, scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any]:
         """The stored values of ``names`` (every variable when ``None``), lists
         whole and in order, absent names left out; ``ScopeNotFound``."""
 
     @abc.abstractmethod
-    def push(
-        self, scope: str, name: str, value: Any, owner_id: int | None, actor: str
-    ) -> tuple[int, int]:
+    def push(self, scope: str, name: str, value: Any, owner: Owner, actor: str) -> tuple[int, int]:
         """Append ``value``: absent becomes ``[value]``, a string ``s`` becomes
         ``[s, value]``, anything else but a list is ``TypeConflict``. Creates the
         scope as needed. Returns ``(length, version)``."""
 
     @abc.abstractmethod
-    def pop(self, scope: str, name: str, lifo: bool, owner_id: int | None, actor: str) -> Any:
+    def pop(self, scope: str, name: str, lifo: bool, owner: Owner, actor: str) -> Any:
         """Remove and return a string, or a list's last (``lifo``) or first element;
         an emptied list removes the variable, a list left with one string collapses
         to it. ``ScopeNotFound``, ``VariableNotFound``, ``TypeConflict``."""
 
     @abc.abstractmethod
-    def delete(self, scope: str, name: str, owner_id: int | None) -> None:
+    def delete(self, scope: str, name: str, owner: Owner) -> None:
         """Remove a variable: ``ScopeNotFound``, ``VariableNotFound``."""
 
     @abc.abstractmethod
-    def delete_scope(self, scope: str, owner_id: int | None) -> None:
+    def delete_scope(self, scope: str, owner: Owner) -> None:
         """Remove a scope and its variables: ``ScopeNotFound``."""
 
     # Paused runs (docs: concepts/pauses). Times are the database clock's.

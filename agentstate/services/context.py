@@ -21,8 +21,11 @@ from agentstate.validation import check_json, check_key
 
 logger = logging.getLogger(__name__)
 
-Owner = AbstractBaseUser | None
+# A scope's owner: a user, a username (looked up by the operation itself) or
+# None, the site's own namespace.
+Owner = AbstractBaseUser | str | None
 MODES = ("LIFO", "FIFO")
+MAX_VERSION = 2**63 - 1  # what a version column holds
 
 
 @dataclass(frozen=True)
@@ -41,11 +44,11 @@ class PushResult:
     version: int
 
 
-def _owner_id(owner: Owner) -> int | None:
-    return None if owner is None else owner.pk
+def _owner_id(owner: Owner) -> int | str | None:
+    return owner if owner is None or isinstance(owner, str) else owner.pk
 
 
-def find_scope(key: str, owner: Owner = None) -> Scope:
+def find_scope(key: str, owner: AbstractBaseUser | None = None) -> Scope:
     scope = Scope.objects.filter(key=key, owner=owner).first()
     if scope is None:
         raise ScopeNotFound.of(scope=key)
@@ -73,9 +76,11 @@ def put(
     if isinstance(value, tuple):
         value = list(value)
     if if_version is not None and (
-        isinstance(if_version, bool) or not isinstance(if_version, int) or if_version < 0
+        isinstance(if_version, bool)
+        or not isinstance(if_version, int)
+        or not 0 <= if_version <= MAX_VERSION
     ):
-        raise BadInput("if_version must be a non-negative integer.", field="if_version")
+        raise BadInput("if_version must be an integer from 0 to 2**63 - 1.", field="if_version")
     version = backend().put(scope, name, value, if_version, _owner_id(owner), actor)
     return PutResult(scope, name, value, version)
 

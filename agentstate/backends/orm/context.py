@@ -2,9 +2,16 @@
 
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Model, QuerySet
 
-from agentstate.exceptions import ScopeNotFound, TypeConflict, VariableNotFound, VersionMismatch
+from agentstate.exceptions import (
+    ScopeNotFound,
+    TypeConflict,
+    UnknownOwner,
+    VariableNotFound,
+    VersionMismatch,
+)
 from agentstate.models import Element, Scope, Variable
 
 
@@ -25,6 +32,21 @@ class ContextOperations:
 
     def rows(self, model: type[Model]) -> QuerySet:
         return model._default_manager.using(self.alias)
+
+    def _owner_id(self, owner: int | str | None) -> int | None:
+        """The owner's id; a username is looked up (``UnknownOwner`` when no user has it)."""
+        if not isinstance(owner, str):
+            return owner
+        user_model = get_user_model()
+        found = (
+            user_model._default_manager.using(self.alias)
+            .filter(**{user_model.USERNAME_FIELD: owner})
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if found is None:
+            raise UnknownOwner.of(username=owner)
+        return found
 
     def _scope(self, key: str, owner_id: int | None, *, lock: bool = False) -> Scope | None:
         scopes = self.rows(Scope)
@@ -88,10 +110,11 @@ class ContextOperations:
             for i, item in enumerate(values)
         )
 
-    def put(self, scope, name, value, if_version, owner_id, actor):
-        return self.atomic(self._put, scope, name, value, if_version, owner_id, actor)
+    def put(self, scope, name, value, if_version, owner, actor):
+        return self.atomic(self._put, scope, name, value, if_version, owner, actor)
 
-    def _put(self, scope, name, value, if_version, owner_id, actor):
+    def _put(self, scope, name, value, if_version, owner, actor):
+        owner_id = self._owner_id(owner)
         variable = self._lock_or_create(scope, owner_id, name)
         if if_version is not None and variable.version != if_version:
             raise VersionMismatch.of(name=name, version=variable.version, if_version=if_version)
@@ -106,10 +129,11 @@ class ContextOperations:
         self._save(variable, actor)
         return variable.version
 
-    def get(self, scope, names, owner_id):
-        return self.atomic(self._get, scope, names, owner_id)
+    def get(self, scope, names, owner):
+        return self.atomic(self._get, scope, names, owner)
 
-    def _get(self, scope, names, owner_id):
+    def _get(self, scope, names, owner):
+        owner_id = self._owner_id(owner)
         variables = self.rows(Variable).filter(scope=self._existing_scope(scope, owner_id))
         if names is not None:
             variables = variables.filter(name__in=names)
@@ -125,10 +149,11 @@ class ContextOperations:
             lists[variable_id].append(value)
         return {v.name: lists[v.pk] if v.is_list else v.value for v in variables}
 
-    def push(self, scope, name, value, owner_id, actor):
-        return self.atomic(self._push, scope, name, value, owner_id, actor)
+    def push(self, scope, name, value, owner, actor):
+        return self.atomic(self._push, scope, name, value, owner, actor)
 
-    def _push(self, scope, name, value, owner_id, actor):
+    def _push(self, scope, name, value, owner, actor):
+        owner_id = self._owner_id(owner)
         variable = self._lock_or_create(scope, owner_id, name)
         if variable.version == 0:  # new: becomes [value]
             variable.is_list = True
@@ -142,10 +167,11 @@ class ContextOperations:
         self._save(variable, actor)
         return variable.length, variable.version
 
-    def pop(self, scope, name, lifo, owner_id, actor):
-        return self.atomic(self._pop, scope, name, lifo, owner_id, actor)
+    def pop(self, scope, name, lifo, owner, actor):
+        return self.atomic(self._pop, scope, name, lifo, owner, actor)
 
-    def _pop(self, scope, name, lifo, owner_id, actor):
+    def _pop(self, scope, name, lifo, owner, actor):
+        owner_id = self._owner_id(owner)
         variable = self._locked(self._existing_scope(scope, owner_id), name)
         if variable is None:
             raise VariableNotFound.of(name=name, scope=scope)
@@ -180,19 +206,21 @@ class ContextOperations:
         self._save(variable, actor)
         return element.value
 
-    def delete(self, scope, name, owner_id):
-        self.atomic(self._delete, scope, name, owner_id)
+    def delete(self, scope, name, owner):
+        self.atomic(self._delete, scope, name, owner)
 
-    def _delete(self, scope, name, owner_id):
+    def _delete(self, scope, name, owner):
+        owner_id = self._owner_id(owner)
         variable = self._locked(self._existing_scope(scope, owner_id), name)
         if variable is None:
             raise VariableNotFound.of(name=name, scope=scope)
         variable.delete(using=self.alias)
 
-    def delete_scope(self, scope, owner_id):
-        self.atomic(self._delete_scope, scope, owner_id)
+    def delete_scope(self, scope, owner):
+        self.atomic(self._delete_scope, scope, owner)
 
-    def _delete_scope(self, scope, owner_id):
+    def _delete_scope(self, scope, owner):
+        owner_id = self._owner_id(owner)
         found = self.rows(Scope).select_for_update().filter(key=scope, owner_id=owner_id).first()
         if found is None:
             raise ScopeNotFound.of(scope=scope)

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import DatabaseError
 
 from agentstate.backends.base import Backend
@@ -41,8 +42,21 @@ def install(schema_editor: Any) -> None:
     uninstall(schema_editor)
     # A SQL function's body may name tables that a later migration makes.
     schema_editor.execute("SET LOCAL check_function_bodies = off", params=None)
+    schema_editor.execute(_user_id_function(schema_editor.quote_name), params=None)
     for path in sorted(SQL_DIR.glob("*.sql")):
         schema_editor.execute(path.read_text(), params=None)
+
+
+def _user_id_function(quote: Any) -> str:
+    """``agentstate_user_id(username)``: the site's user model's id for a username, or
+    NULL (the one function whose SQL depends on the site: ``AUTH_USER_MODEL``)."""
+    meta = get_user_model()._meta
+    username = meta.get_field(get_user_model().USERNAME_FIELD).column
+    return (
+        "CREATE FUNCTION agentstate_user_id(p_username text) RETURNS bigint"
+        f" LANGUAGE sql STABLE AS $$ SELECT {quote(meta.pk.column)} FROM {quote(meta.db_table)}"
+        f" WHERE {quote(username)} = p_username $$"
+    )
 
 
 def uninstall(schema_editor: Any) -> None:

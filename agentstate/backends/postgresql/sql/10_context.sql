@@ -8,6 +8,23 @@
 -- waited for. A refusal raises
 -- (agentstate_refuse), which undoes what the call wrote.
 
+-- The owner a call names: its id, or its username (agentstate_user_id, made by
+-- the installer from the site's user model); neither: the site's namespace.
+CREATE FUNCTION agentstate_owner_id(p_owner_id bigint, p_owner_name text) RETURNS bigint
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    found_id bigint;
+BEGIN
+    IF p_owner_id IS NOT NULL OR p_owner_name IS NULL THEN
+        RETURN p_owner_id;
+    END IF;
+    found_id := agentstate_user_id(p_owner_name);
+    IF found_id IS NULL THEN
+        PERFORM agentstate_refuse('UnknownOwner', jsonb_build_object('username', p_owner_name));
+    END IF;
+    RETURN found_id;
+END $$;
+
 -- The scope's id, or NULL.
 CREATE FUNCTION agentstate_scope_id(p_key text, p_owner bigint) RETURNS bigint
 LANGUAGE plpgsql STABLE AS $$
@@ -62,11 +79,12 @@ LANGUAGE sql AS $$
 $$;
 
 CREATE FUNCTION agentstate_put(
-    p_scope text, p_name text, p_value jsonb, p_if_version bigint, p_owner bigint, p_actor text
+    p_scope text, p_name text, p_value jsonb, p_if_version bigint, p_owner_id bigint, p_owner_name text, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
-    sid bigint := agentstate_ensure_scope(p_scope, p_owner);
+    who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
+    sid bigint := agentstate_ensure_scope(p_scope, who);
     as_list boolean := jsonb_typeof(p_value) = 'array';
     n bigint := CASE WHEN as_list THEN jsonb_array_length(p_value) ELSE 0 END;
     v record;
@@ -111,10 +129,11 @@ BEGIN
 END $$;
 
 -- [[name, value], ...] by name: lists whole, in order.
-CREATE FUNCTION agentstate_get(p_scope text, p_names text[], p_owner bigint) RETURNS jsonb
+CREATE FUNCTION agentstate_get(p_scope text, p_names text[], p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-    sid bigint := agentstate_scope_id(p_scope, p_owner);
+    who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
+    sid bigint := agentstate_scope_id(p_scope, who);
 BEGIN
     IF sid IS NULL THEN
         RETURN agentstate_refuse('ScopeNotFound', jsonb_build_object('scope', p_scope));
@@ -130,11 +149,12 @@ BEGIN
 END $$;
 
 CREATE FUNCTION agentstate_push(
-    p_scope text, p_name text, p_value jsonb, p_owner bigint, p_actor text
+    p_scope text, p_name text, p_value jsonb, p_owner_id bigint, p_owner_name text, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
-    sid bigint := agentstate_scope_id(p_scope, p_owner);
+    who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
+    sid bigint := agentstate_scope_id(p_scope, who);
     v record;
     vid bigint;
     lo bigint;
@@ -144,7 +164,7 @@ BEGIN
         WHERE scope_id = sid AND name = p_name FOR UPDATE;
         EXIT WHEN FOUND;
         -- absent: becomes [value], in a scope made (and kept) for it
-        sid := agentstate_ensure_scope(p_scope, p_owner);
+        sid := agentstate_ensure_scope(p_scope, who);
         vid := agentstate_new_variable(sid, p_name, true, NULL, 1, p_actor);
         IF vid IS NOT NULL THEN
             INSERT INTO agentstate_element (variable_id, position, value) VALUES (vid, 0, p_value);
@@ -171,11 +191,12 @@ BEGIN
 END $$;
 
 CREATE FUNCTION agentstate_pop(
-    p_scope text, p_name text, p_lifo boolean, p_owner bigint, p_actor text
+    p_scope text, p_name text, p_lifo boolean, p_owner_id bigint, p_owner_name text, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
-    sid bigint := agentstate_scope_id(p_scope, p_owner);
+    who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
+    sid bigint := agentstate_scope_id(p_scope, who);
     v record;
     taken jsonb;
     rest jsonb;
@@ -232,10 +253,11 @@ BEGIN
     RETURN jsonb_build_object('value', taken);
 END $$;
 
-CREATE FUNCTION agentstate_delete(p_scope text, p_name text, p_owner bigint) RETURNS jsonb
+CREATE FUNCTION agentstate_delete(p_scope text, p_name text, p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
-    sid bigint := agentstate_scope_id(p_scope, p_owner);
+    who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
+    sid bigint := agentstate_scope_id(p_scope, who);
     vid bigint;
 BEGIN
     IF sid IS NULL THEN
@@ -255,13 +277,14 @@ END $$;
 -- The scope's row lo (writers adding a variable hold it FOR KEY SHARE),
 -- then its variables (writers of each hold it FOR UPDATE): what they wrote
 -- before is deleted with it, what they write after finds no scope.
-CREATE FUNCTION agentstate_delete_scope(p_scope text, p_owner bigint) RETURNS jsonb
+CREATE FUNCTION agentstate_delete_scope(p_scope text, p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
+    who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint;
 BEGIN
     SELECT id INTO sid FROM agentstate_scope
-    WHERE id = agentstate_scope_id(p_scope, p_owner) FOR UPDATE;
+    WHERE id = agentstate_scope_id(p_scope, who) FOR UPDATE;
     IF sid IS NULL THEN
         RETURN agentstate_refuse('ScopeNotFound', jsonb_build_object('scope', p_scope));
     END IF;
