@@ -29,18 +29,36 @@ DEFAULTS: dict[str, Any] = {
     # Page size of the REST list endpoints (``?page_size=`` may lower it).
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 500,
+    # Webhooks: tries per delivery, the first retry's delay (doubling, with
+    # jitter), the time a receiver has to answer, and whether private,
+    # loopback and link-local addresses may be targets.
+    "WEBHOOK_ATTEMPTS": 8,
+    "WEBHOOK_BACKOFF": timedelta(seconds=5),
+    "WEBHOOK_TIMEOUT": timedelta(seconds=10),
+    "WEBHOOK_ALLOW_PRIVATE": False,
+    # Events (and their deliveries' attempts) older than this are deleted by the sweep.
+    "EVENT_RETENTION": timedelta(days=90),
     # The storage backend class for every database (a dotted path); ``None``:
     # PostgreSQL's own on PostgreSQL, the portable ORM backend elsewhere.
     "BACKEND": None,
 }
 
-DURATIONS = ("PAUSE_TTL", "MAX_PAUSE_TTL", "APPROVAL_TTL", "RETENTION")
+DURATIONS = (
+    "PAUSE_TTL",
+    "MAX_PAUSE_TTL",
+    "APPROVAL_TTL",
+    "RETENTION",
+    "WEBHOOK_BACKOFF",
+    "WEBHOOK_TIMEOUT",
+    "EVENT_RETENTION",
+)
 POSITIVE_INTS = (
     "SWEEP_BATCH_SIZE",
     "MAX_BODY_BYTES",
     "MAX_JSON_DEPTH",
     "PAGE_SIZE",
     "MAX_PAGE_SIZE",
+    "WEBHOOK_ATTEMPTS",
 )
 
 

@@ -125,6 +125,8 @@ REST_FRAMEWORK = {
 AGENTSTATE = {
     "PAUSE_TTL": timedelta(days=1),
     "RETENTION": timedelta(days=30),
+    # Webhooks to this machine's own receivers (a demo, the tests) need it.
+    "WEBHOOK_ALLOW_PRIVATE": os.environ.get("AGENTSTATE_WEBHOOK_ALLOW_PRIVATE") == "1",
 }
 
 # Celery: Redis when REDIS_URL is set, else a file-system transport.
@@ -155,6 +157,11 @@ CELERY_BEAT_SCHEDULE = {
     "agentstate-expire-pauses": {
         "task": "agentstate.tasks.expire_pauses",
         "schedule": float(os.environ.get("AGENTSTATE_SWEEP_SECONDS", "60")),
+    },
+    # Webhook deliveries a lost broker message or a killed worker left behind.
+    "agentstate-send-webhooks": {
+        "task": "agentstate.tasks.send_webhooks",
+        "schedule": float(os.environ.get("AGENTSTATE_WEBHOOK_SECONDS", "60")),
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

@@ -5,4 +5,5 @@ from agentstate.admin import (
     events,  # noqa: F401
     pauses,  # noqa: F401
     runs,  # noqa: F401
+    webhooks,  # noqa: F401
 )

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views_context, views_events, views_pauses, views_runs
+from . import views_context, views_events, views_pauses, views_runs, views_webhooks
 from .docs import DocsView, SchemaView
 
 app_name = "agentstate"
@@ -40,6 +40,13 @@ urlpatterns = [
         "approval-requests/<str:id>/decide/",
         views_runs.DecideView.as_view(),
         name="approval-request-decide",
+    ),
+    path("webhooks/", views_webhooks.WebhooksView.as_view(), name="webhooks"),
+    path("webhooks/<str:id>/", views_webhooks.WebhookView.as_view(), name="webhook"),
+    path(
+        "webhooks/<str:id>/deliveries/",
+        views_webhooks.DeliveriesView.as_view(),
+        name="webhook-deliveries",
     ),
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", DocsView.as_view(), name="docs"),

@@ -1,0 +1,68 @@
+"""Webhooks in the admin: the secret shown once, deliveries with their attempts, send again."""
+
+from django.contrib import admin, messages
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from agentstate.models import Delivery, DeliveryAttempt, Webhook
+from agentstate.services import webhooks
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    list_display = ("url", "kinds", "active", "created_at")
+    list_filter = ("active",)
+    fields = ("url", "kinds", "active")
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            webhooks.check_url(obj.url)
+            super().save_model(request, obj, form, change)
+            return
+        created = webhooks.create_webhook(obj.url, obj.kinds, obj.active, user=request.user)
+        obj.pk, obj.secret = created.pk, created.secret
+        self.message_user(
+            request,
+            _("The webhook's secret, shown this once: %(secret)s") % {"secret": created.secret},
+            messages.WARNING,
+        )
+
+
+class AttemptInline(admin.TabularInline):
+    model = DeliveryAttempt
+    fields = ("at", "status_code", "duration_ms", "error")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ("pk", "webhook", "event", "status", "attempts", "next_attempt_at")
+    list_filter = ("status",)
+    list_select_related = ("webhook", "event")
+    readonly_fields = ("webhook", "event", "status", "attempts", "next_attempt_at", "delivered_at")
+    fields = readonly_fields
+    inlines = [AttemptInline]
+    actions = ["send_again"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_send_permission(self, request) -> bool:
+        return request.user.has_perm("agentstate.change_webhook")
+
+    @admin.action(description=_("Send the selected failed deliveries again"), permissions=["send"])
+    def send_again(self, request, queryset):
+        count = webhooks.send_again(queryset)
+        self.message_user(
+            request,
+            ngettext("%d delivery will be sent again.", "%d deliveries will be sent again.", count)
+            % count,
+        )

@@ -1,0 +1,78 @@
+"""REST views over webhooks: managing them takes ``agentstate.change_webhook``."""
+
+from django.db.models import Prefetch
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import status
+from rest_framework.exceptions import PermissionDenied
+from rest_framework.response import Response
+
+from agentstate.models import Delivery, DeliveryAttempt, Webhook
+from agentstate.services import webhooks
+
+from . import serializers_webhooks as s
+from .base import AgentStateAPIView
+from .permissions import has_model_perm
+from .schema import documented
+
+WEBHOOK_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
+PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
+
+
+class WebhookPermissionMixin:
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if not has_model_perm(request.user, "change_webhook"):
+            raise PermissionDenied("Managing webhooks takes agentstate.change_webhook.")
+
+
+def _webhook_pk(text: str) -> int:
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):
+        raise webhooks.WebhookNotFound(f"Webhook {text} not found.")
+    return int(text)
+
+
+class WebhooksView(WebhookPermissionMixin, AgentStateAPIView):
+    @documented(
+        parameters=PAGES, responses=s.WebhookSerializer(many=True), operation_id="webhooks_list"
+    )
+    def get(self, request):
+        self.query(s.WebhookQuery)
+        return self.paginate(Webhook.objects.order_by("pk"), s.WebhookSerializer)
+
+    @documented(
+        request=s.WebhookCreate,
+        responses={201: s.CreatedWebhookSerializer},
+        operation_id="webhooks_create",
+    )
+    def post(self, request):
+        d = self.validated(s.WebhookCreate, request.data)
+        hook = webhooks.create_webhook(d["url"], d.get("kinds"), d["active"], user=request.user)
+        return Response(s.CreatedWebhookSerializer(hook).data, status=status.HTTP_201_CREATED)
+
+
+class WebhookView(WebhookPermissionMixin, AgentStateAPIView):
+    @documented(parameters=[WEBHOOK_ID], responses={204: None}, operation_id="webhooks_delete")
+    def delete(self, request, id: str):
+        webhooks.delete_webhook(_webhook_pk(id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DeliveriesView(WebhookPermissionMixin, AgentStateAPIView):
+    @documented(
+        parameters=[WEBHOOK_ID, s.DeliveryQuery, *PAGES],
+        responses=s.DeliverySerializer(many=True),
+        operation_id="webhooks_deliveries",
+    )
+    def get(self, request, id: str):
+        q = self.query(s.DeliveryQuery)
+        pk = _webhook_pk(id)
+        if not Webhook.objects.filter(pk=pk).exists():
+            raise webhooks.WebhookNotFound(f"Webhook {pk} not found.")
+        rows = (
+            Delivery.objects.filter(webhook_id=pk, **q)
+            .select_related("event")
+            .prefetch_related(
+                Prefetch("attempt_log", queryset=DeliveryAttempt.objects.order_by("pk"))
+            )
+        )
+        return self.paginate(rows.order_by("-pk"), s.DeliverySerializer)

@@ -1,0 +1,150 @@
+"""Sending one webhook request: the Standard Webhooks signature, the target check, the POST.
+
+A request carries ``webhook-id`` (the delivery's id: the same on every retry,
+so a receiver deduplicates by it), ``webhook-timestamp`` (Unix seconds) and
+``webhook-signature`` (``v1,<base64 HMAC-SHA256 of "id.timestamp.body">``
+keyed by the secret's bytes). The secret is ``whsec_`` and base64, as
+Standard Webhooks' libraries take it.
+
+A target is checked at every attempt, after DNS resolution: only http and
+https, and no private, loopback, link-local or otherwise reserved address
+unless ``AGENTSTATE["WEBHOOK_ALLOW_PRIVATE"]``. The request then connects to
+the very address that was checked (the hostname goes in ``Host`` and in TLS's
+server name), so a name that resolves elsewhere a moment later cannot turn
+it to an internal service. Redirects are not followed.
+"""
+
+import base64
+import hashlib
+import hmac
+import http.client
+import ipaddress
+import secrets
+import socket
+import ssl
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from agentstate.exceptions import BadInput
+
+SECRET_PREFIX = "whsec_"
+SCHEMES = {"http": 80, "https": 443}
+
+
+class RefusedTarget(BadInput):
+    """A webhook URL that may not be called."""
+
+
+class Unresolved(RefusedTarget):
+    """A webhook URL whose host does not resolve (now)."""
+
+
+def new_secret() -> str:
+    """A fresh secret in Standard Webhooks' form: ``whsec_`` and 24 random bytes in base64."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
+def signature(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
+    """The ``webhook-signature`` header's value for one request."""
+    key = base64.b64decode(secret.removeprefix(SECRET_PREFIX))
+    signed = f"{message_id}.{timestamp}.".encode() + body
+    digest = hmac.new(key, signed, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(digest).decode()
+
+
+def check_url(url: str) -> None:
+    """A URL that could be a webhook's (scheme and host), before any DNS look-up."""
+    parts = urlsplit(url)
+    if parts.scheme not in SCHEMES:
+        raise RefusedTarget("url: only http and https URLs can be webhooks.", field="url")
+    if not parts.hostname:
+        raise RefusedTarget("url: the URL names no host.", field="url")
+
+
+def resolve(url: str, allow_private: bool) -> str:
+    """The address to connect to for ``url``: its host resolved, every address it
+    resolves to checked (``RefusedTarget``)."""
+    check_url(url)
+    parts = urlsplit(url)
+    try:
+        port = parts.port or SCHEMES[parts.scheme]
+        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+    except (OSError, ValueError) as error:
+        raise RefusedTarget(
+            f"url: cannot resolve {parts.hostname!r}: {error}", field="url"
+        ) from None
+    addresses = [info[4][0] for info in infos]
+    if not allow_private:
+        for address in addresses:
+            ip = ipaddress.ip_address(address.split("%", 1)[0])
+            if not ip.is_global or ip.is_multicast:
+                raise RefusedTarget(
+                    f"url: {parts.hostname} resolves to {address}, a private, loopback,"
+                    " link-local or reserved address.",
+                    field="url",
+                )
+    return addresses[0]
+
+
+@dataclass(frozen=True)
+class Answer:
+    status_code: int | None
+    duration_ms: int
+    error: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+def post(
+    url: str, body: bytes, headers: dict[str, str], *, timeout: float, allow_private: bool
+) -> Answer:
+    """POST ``body`` to ``url`` at the address ``resolve`` checked; never raises."""
+    began = time.monotonic()
+    try:
+        address = resolve(url, allow_private)
+        status = _send(url, address, body, headers, timeout)
+        error = "" if 200 <= status < 300 else f"answered {status}"
+    except (OSError, http.client.HTTPException, BadInput) as failure:
+        status = None
+        error = getattr(failure, "detail", None) or f"{type(failure).__name__}: {failure}"
+    return Answer(status, round((time.monotonic() - began) * 1000), error[:2000])
+
+
+def _send(url: str, address: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
+    parts = urlsplit(url)
+    port = parts.port or SCHEMES[parts.scheme]
+    if parts.scheme == "https":
+        connection: http.client.HTTPConnection = _PinnedHTTPS(
+            parts.hostname, address, port, timeout
+        )
+    else:
+        connection = http.client.HTTPConnection(address, port, timeout=timeout)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+    try:
+        connection.request(
+            "POST",
+            path,
+            body=body,
+            headers={"Host": host, "Content-Type": "application/json", **headers},
+        )
+        response = connection.getresponse()
+        response.read(64 * 1024)
+        return response.status
+    finally:
+        connection.close()
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """HTTPS to ``address``, verifying the certificate of ``hostname``."""
+
+    def __init__(self, hostname: str, address: str, port: int, timeout: float) -> None:
+        super().__init__(address, port, timeout=timeout, context=ssl.create_default_context())
+        self._hostname = hostname
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self._hostname)

@@ -1,0 +1,194 @@
+"""Webhooks: signed the Standard Webhooks way, refused targets, retries, the REST API."""
+
+from datetime import timedelta
+
+import pytest
+from standardwebhooks import Webhook as Verifier
+
+from agentstate import webhooks as sending
+from agentstate.models import Delivery, Event, Webhook
+from agentstate.services import webhooks
+from tests.webhook_receiver import receiving
+
+pytestmark = pytest.mark.django_db
+
+ALLOW_PRIVATE = {"WEBHOOK_ALLOW_PRIVATE": True, "WEBHOOK_BACKOFF": 0.01, "WEBHOOK_TIMEOUT": 2}
+
+
+def an_event(kind="approval.requested") -> Event:
+    return Event.objects.create(
+        kind=kind, object_type="approvalrequest", object_id="7", details={"tool_name": "mail"}
+    )
+
+
+def a_delivery(hook: Webhook, event: Event | None = None) -> Delivery:
+    return Delivery.objects.create(webhook=hook, event=event or an_event())
+
+
+def test_the_signature_verifies_with_the_standard_webhooks_library():
+    secret = sending.new_secret()
+    assert secret.startswith("whsec_")
+    body = b'{"id":1}'
+    headers = {
+        "webhook-id": "msg-1",
+        "webhook-timestamp": str(__import__("time").time().__int__()),
+        "webhook-signature": sending.signature(
+            secret, "msg-1", int(__import__("time").time()), body
+        ),
+    }
+    assert Verifier(secret).verify(body, headers) == {"id": 1}
+    with pytest.raises(Exception):  # noqa: B017 - the library's own verification error
+        Verifier(sending.new_secret()).verify(body, headers)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://example.com/hook",
+        "file:///etc/passwd",
+        "http://127.0.0.1/hook",
+        "http://localhost:8000/hook",
+        "http://10.1.2.3/hook",
+        "http://192.168.0.1/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]/hook",
+        "http://[fe80::1]/hook",
+        "http:///nohost",
+    ],
+)
+def test_refused_targets(settings, url):
+    settings.AGENTSTATE = {}
+    with pytest.raises(sending.RefusedTarget) as refused:
+        webhooks.create_webhook(url)
+    assert refused.value.field == "url"
+    assert not Webhook.objects.exists()
+
+
+def test_a_target_is_checked_again_at_every_attempt(settings):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    hook = webhooks.create_webhook("http://127.0.0.1:9/hook")
+    delivery = a_delivery(hook)
+    settings.AGENTSTATE = {**ALLOW_PRIVATE, "WEBHOOK_ALLOW_PRIVATE": False}
+    assert webhooks.deliver(delivery.pk) is not None  # refused, to be tried again
+    attempt = delivery.attempt_log.get()
+    assert attempt.status_code is None and "private, loopback" in attempt.error
+
+
+def test_a_receiver_answering_500_twice_gets_the_third_attempt(settings):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    secret_holder = webhooks.create_webhook("http://127.0.0.1:1/placeholder")
+    with receiving(secret_holder.secret, statuses=[500, 500]) as receiver:
+        Webhook.objects.filter(pk=secret_holder.pk).update(url=receiver.url)
+        delivery = a_delivery(secret_holder)
+        waits = []
+        for _ in range(3):
+            Delivery.objects.filter(pk=delivery.pk).update(
+                next_attempt_at=Event.objects.get().created_at
+            )
+            waits.append(webhooks.deliver(delivery.pk))
+    delivery.refresh_from_db()
+    assert delivery.status == Delivery.Status.DELIVERED and delivery.attempts == 3
+    assert waits[0] is not None and waits[1] > waits[0] * 1.3 and waits[2] is None
+    assert [a.status_code for a in delivery.attempt_log.order_by("pk")] == [500, 500, 200]
+    assert receiver.refused == 0 and len(receiver.received) == 3
+    ids = {body["webhook-id"] for body in receiver.received}
+    assert ids == {webhooks.message_id(delivery)}, "one webhook-id for every retry"
+    body = receiver.received[-1]
+    assert body["kind"] == "approval.requested" and body["data"]["details"] == {"tool_name": "mail"}
+
+
+def test_a_delivery_out_of_attempts_fails_and_can_be_sent_again(settings):
+    settings.AGENTSTATE = {**ALLOW_PRIVATE, "WEBHOOK_ATTEMPTS": 2}
+    hook = webhooks.create_webhook("http://127.0.0.1:1/closed")  # nothing listens on port 1
+    delivery = a_delivery(hook)
+    for _ in range(2):
+        Delivery.objects.filter(pk=delivery.pk).update(next_attempt_at=delivery.created_at)
+        webhooks.deliver(delivery.pk)
+    delivery.refresh_from_db()
+    assert delivery.status == Delivery.Status.FAILED and delivery.attempt_log.count() == 2
+    assert webhooks.send_again(Delivery.objects.all()) == 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempts) == (Delivery.Status.PENDING, 0)
+    assert webhooks.due() == [delivery.pk]
+
+
+def test_a_claimed_delivery_is_not_due_until_its_lease_runs_out(settings):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    hook = webhooks.create_webhook("http://127.0.0.1:1/closed")
+    delivery = a_delivery(hook)
+    assert webhooks.due() == [delivery.pk]
+    claimed = Delivery.objects.filter(pk=delivery.pk)
+    from django.db.models.functions import Now
+
+    claimed.update(next_attempt_at=Now() + timedelta(minutes=1))  # as a claim leaves it
+    assert webhooks.due() == [] and webhooks.deliver(delivery.pk) is None
+    assert delivery.attempt_log.count() == 0
+
+
+# REST
+
+
+@pytest.fixture
+def manager(make_user):
+    return make_user("manager", "agentstate.change_webhook")
+
+
+def test_managing_webhooks_takes_the_permission(api_for, alice):
+    response = api_for(alice).get("/api/webhooks/")
+    assert response.status_code == 403 and response.json()["code"] == "permission_denied"
+
+
+def test_the_secret_is_shown_once(api_for, manager, settings):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    api = api_for(manager)
+    created = api.post(
+        "/api/webhooks/",
+        {"url": "http://127.0.0.1:9/hook", "kinds": ["approval.requested"]},
+        format="json",
+    )
+    assert created.status_code == 201, created.content
+    body = created.json()
+    assert body["secret"].startswith("whsec_") and body["kinds"] == ["approval.requested"]
+    assert set(body) == {"id", "url", "kinds", "active", "created_at", "secret"}
+    listed = api.get("/api/webhooks/").json()
+    assert listed["count"] == 1 and "secret" not in listed["results"][0]
+    deliveries = api.get(f"/api/webhooks/{body['id']}/deliveries/?status=failed").json()
+    assert deliveries["count"] == 0
+    assert api.delete(f"/api/webhooks/{body['id']}/").status_code == 204
+    assert api.delete(f"/api/webhooks/{body['id']}/").status_code == 404
+    assert api.get(f"/api/webhooks/{body['id']}/deliveries/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"url": "http://127.0.0.1/hook"}, "url"),
+        ({"url": "gopher://example.com/"}, "url"),
+        ({"url": "https://example.com/", "kinds": ["no.such"]}, "kinds.0"),
+        ({"url": "https://example.com/", "active": "yes"}, "active"),
+        ({"url": "https://example.com/", "secret": "mine"}, "secret"),
+    ],
+)
+def test_bad_webhooks_are_refused_and_nothing_is_stored(api_for, manager, body, field):
+    response = api_for(manager).post("/api/webhooks/", body, format="json")
+    assert response.status_code == 400 and response.json()["field"] == field, response.content
+    assert not Webhook.objects.exists()
+
+
+def test_deliveries_show_their_attempts(api_for, manager, settings):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    hook = webhooks.create_webhook("http://127.0.0.1:1/closed")
+    delivery = a_delivery(hook)
+    webhooks.deliver(delivery.pk)
+    (row,) = api_for(manager).get(f"/api/webhooks/{hook.pk}/deliveries/").json()["results"]
+    assert row["id"] == delivery.pk and row["kind"] == "approval.requested"
+    assert row["status"] == "pending" and len(row["attempts"]) == 1
+    assert set(row["attempts"][0]) == {"at", "status_code", "duration_ms", "error"}
+
+
+def test_a_name_that_does_not_resolve_yet_is_accepted_and_checked_at_each_attempt(settings):
+    settings.AGENTSTATE = {}
+    hook = webhooks.create_webhook("https://hooks.invalid/agentstate")
+    delivery = a_delivery(hook)
+    assert webhooks.deliver(delivery.pk) is not None
+    assert "cannot resolve" in delivery.attempt_log.get().error
