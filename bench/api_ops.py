@@ -1,9 +1,14 @@
-"""What the Python-API section measures: our operations, the psycopg loop, LangGraph's store.
+"""What the Python-API section measures: our operations, their floors, LangGraph's store.
 
 Each entry maps a name to ``(kind, start)``: ``kind`` is ``write`` or
-``read`` (which baseline it is compared with); ``start(index)`` runs in
+``read`` (which baselines it is compared with); ``start(index)`` runs in
 worker ``index`` and returns its operation (see ``bench.workers``). A worker
 uses its own scope, run, list or pauses, so workers never wait on one row.
+
+The baselines do one single-row UPDATE (writes) or one SELECT by key
+(reads) of ``ROW_TABLE`` in autocommit: through Django's own
+``connection.cursor()``, the floor any Django code pays, and through a
+plain psycopg connection, the limit of Python.
 """
 
 import itertools
@@ -52,6 +57,12 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
         context.put(scope, "v", {"step": 7})
         return lambda: context.get(scope, ["v"])
 
+    def get_list(i: int) -> Op:
+        scope = fresh("get-list")
+        context.put(scope, "v", {"step": 7})
+        fill.a_list(scope, "list", 10)
+        return lambda: context.get(scope, ["v", "list"])
+
     def push(i: int) -> Op:
         scope = fresh("push")
         fill.a_list(scope, "list", 10)
@@ -77,6 +88,11 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
         calls = ((run, "mail", "call-1") for run in _runs(fresh("approve"), supply))
         return supplied(runs.approve, calls)
 
+    def request_approval(i: int) -> Op:
+        (run,) = _runs(fresh("request"), 1)
+        calls = ((run, "mail", f"call-{n}", {"to": "a@example.com"}) for n in range(supply))
+        return supplied(approvals.request_approval, calls)
+
     def decide(i: int) -> Op:
         reviewer = _reviewer()
         ids = fill.approval_requests([run.pk for run in _runs(fresh("decide"), supply)])
@@ -91,20 +107,49 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
     return {
         "put": ("write", put),
         "get": ("read", get),
+        "get with list": ("read", get_list),
         "push": ("write", push),
         "pop": ("write", pop),
         "pause put": ("write", pause_put),
         "claim": ("write", claim),
         "approve": ("write", approve),
+        "request approval": ("write", request_approval),
         "decide": ("write", decide),
         "add_usage": ("write", add_usage),
     }
 
 
+UPDATE = f"UPDATE {ROW_TABLE} SET n = n + 1 WHERE id = %s"
+SELECT = f"SELECT n FROM {ROW_TABLE} WHERE id = %s"
+
+
 def _psycopg(statement: str) -> Start:
     def start(index: int) -> Op:
         conn = psycopg.connect(dsn(), autocommit=True)
-        return lambda: conn.execute(statement, [index]).rowcount
+        if statement == SELECT:
+            return lambda: conn.execute(statement, [index % ROWS]).fetchone()
+        return lambda: conn.execute(statement, [index % ROWS]).rowcount
+
+    return start
+
+
+def _django(statement: str) -> Start:
+    """The loop through Django's connection (autocommit, as Django runs outside ``atomic``)."""
+
+    def start(index: int) -> Op:
+        from django.db import connection
+
+        def update() -> int:
+            with connection.cursor() as cursor:
+                cursor.execute(statement, [index % ROWS])
+                return cursor.rowcount
+
+        def select() -> tuple:
+            with connection.cursor() as cursor:
+                cursor.execute(statement, [index % ROWS])
+                return cursor.fetchone()
+
+        return select if statement == SELECT else update
 
     return start
 
@@ -130,7 +175,8 @@ def _store():
 
 
 def baseline_operations() -> dict[str, tuple[str, Start]]:
-    """A plain psycopg loop (one statement per operation), and LangGraph's PostgresStore."""
+    """The Django-cursor and plain psycopg loops (one statement per operation), and
+    LangGraph's PostgresStore."""
 
     def store_op(call: Callable) -> Start:
         def start(i: int) -> Op:
@@ -142,8 +188,28 @@ def baseline_operations() -> dict[str, tuple[str, Start]]:
         return start
 
     return {
-        "psycopg UPDATE": ("write", _psycopg(f"UPDATE {ROW_TABLE} SET n = n + 1 WHERE id = %s")),
-        "psycopg SELECT": ("read", _psycopg(f"SELECT n FROM {ROW_TABLE} WHERE id = %s")),
+        "Django UPDATE": ("write", _django(UPDATE)),
+        "Django SELECT": ("read", _django(SELECT)),
+        "psycopg UPDATE": ("write", _psycopg(UPDATE)),
+        "psycopg SELECT": ("read", _psycopg(SELECT)),
         "LangGraph put": ("write", store_op(lambda s, ns: s.put(ns, "v", {"step": 7}))),
         "LangGraph get": ("read", store_op(lambda s, ns: s.get(ns, "v"))),
     }
+
+
+def statements() -> dict[str, dict[str, int]]:
+    """Each operation's statements and round trips in one call (``bench.counts``), with
+    the Django-cursor floor's beside them; made in this process, on objects of their own."""
+    from bench import counts
+
+    operations = {
+        **our_operations(4),
+        **{k: v for k, v in baseline_operations().items() if k.startswith("Django")},
+    }
+    figures = {}
+    for name, (_, start) in operations.items():
+        op = start(0)
+        op()
+        figure = counts.of(op)
+        figures[name] = {"statements": figure["statements"], "round_trips": figure["round_trips"]}
+    return figures

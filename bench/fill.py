@@ -40,28 +40,28 @@ def pauses(chat_id: str, count: int, *, expired: bool = False) -> None:
         )
 
 
-def runs(prefix: str, count: int) -> list[int]:
-    """Runs ``<prefix>-<i>`` for i in 1..count; their primary keys in order."""
+def runs(prefix: str, count: int, created_by=None) -> list[int]:
+    """Runs ``<prefix>-<i>`` for i in 1..count made by ``created_by``; their primary keys in order."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO agentstate_run (run_id, context, requests, input_tokens, output_tokens,"
-            " total_tokens, cached_tokens, reasoning_tokens, created_at, updated_at)"
-            " SELECT %s || '-' || i, '{}', 0, 0, 0, 0, 0, 0, now(), now()"
+            "INSERT INTO agentstate_run (run_id, created_by_id, context, requests, input_tokens,"
+            " output_tokens, total_tokens, cached_tokens, reasoning_tokens, created_at, updated_at)"
+            " SELECT %s || '-' || i, %s, '{}', 0, 0, 0, 0, 0, 0, now(), now()"
             " FROM generate_series(1, %s) AS i ORDER BY i RETURNING id",
-            [prefix, count],
+            [prefix, getattr(created_by, "pk", None), count],
         )
         return [row[0] for row in cursor.fetchall()]
 
 
-def approval_requests(run_pks: list[int], tool_name: str = "mail") -> list[int]:
-    """One pending request (call ``call-1``) in each run; their ids in order."""
+def approval_requests(run_pks: list[int], tool_name: str = "mail", created_by=None) -> list[int]:
+    """One pending request (call ``call-1``) in each run, filed by ``created_by``; their ids in order."""
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO agentstate_approvalrequest (run_id, tool_name, call_id, arguments,"
-            " status, always, reason, created_at)"
-            " SELECT pk, %s, 'call-1', '{}', 'pending', false, '', now()"
+            " status, always, created_by_id, reason, created_at)"
+            " SELECT pk, %s, 'call-1', '{}', 'pending', false, %s, '', now()"
             " FROM unnest(%s::bigint[]) WITH ORDINALITY AS r(pk, n) ORDER BY n RETURNING id",
-            [tool_name, run_pks],
+            [tool_name, getattr(created_by, "pk", None), run_pks],
         )
         return [row[0] for row in cursor.fetchall()]
 

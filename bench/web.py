@@ -1,12 +1,26 @@
 """REST endpoints under gunicorn, loaded by wrk (a C load generator) in another process.
 
-gunicorn runs the demo site (``bench.site_settings``: the demo's settings and
-URLs plus two bare views) with 2 x cores + 1 sync workers, gunicorn's own
-sizing rule, and persistent database connections (``CONN_MAX_AGE``). wrk
-holds 8 connections from one thread. Every endpoint is given requests that
-can all succeed: 64 different variables, lists, runs or pauses in turn, or,
-where an operation works once (claim, decide, create), one prepared object
+gunicorn runs the demo site (``bench.site_settings``: the demo's settings,
+its token authentication included, and URLs plus the baseline views of
+``bench.site_urls``) with 2 x cores + 1 sync workers, gunicorn's own sizing
+rule, and persistent database connections (``CONN_MAX_AGE``). wrk holds 8
+connections from one thread. Each endpoint's figure follows its two
+baselines, measured just before it: a bare DRF view authenticated by DRF's
+``TokenAuthentication`` doing one UPDATE (writes) or SELECT (reads), the
+floor, and a bare Django view without authentication doing the same, the
+limit.
+
+Two callers: the owner, a plain user without permissions who made the
+scopes, runs and approval requests (``created_by``) and owns the pauses;
+and a service account, a user holding the model permissions of
+``SERVICE_PERMISSIONS``, acting on the owner's objects (naming the scope's
+owner with ``owner``). Every endpoint is given requests that can all
+succeed: 64 different variables, lists or runs in turn, or, where an
+operation works once (claim, decide, create, filing), one prepared object
 per request. A figure with any non-2xx response or socket error is flagged.
+
+Before the load, one request per endpoint through Django's test client in
+this process counts its database queries and round trips (``bench.counts``).
 """
 
 import json
@@ -21,52 +35,127 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from agentstate.services import context
-from bench import fill
+from bench import counts, fill
 from bench.api_ops import TAG
 from bench.env import ROOT
 
 SPREAD = 64  # distinct objects a repeatable request cycles through
 CONNECTIONS = 8
+SERVICE = "bench-service"
+SERVICE_PERMISSIONS = (
+    "view_scope",
+    "change_scope",
+    "view_run",
+    "change_run",
+    "view_pausedrun",
+    "change_pausedrun",
+    "add_pausedrun",
+    "view_approvalrequest",
+    "decide_approvalrequest",
+)
 
 
 @dataclass
 class Endpoint:
+    """``paths`` and ``bodies`` are taken in turn, each list cycling; the last of each
+    (the only one, for a list of one) is kept for the request that counts queries."""
+
     name: str
-    kind: str  # "write" or "read": compared with the bare UPDATE or SELECT view
+    kind: str  # "write" or "read": compared with the baselines' UPDATE or SELECT
     method: str
     paths: list[str]
     bodies: list[dict] = field(default_factory=list)
+    caller: str = "owner"  # or "service"
+
+    def loaded(self) -> tuple[list[str], list[dict]]:
+        """The paths and bodies for wrk."""
+        return (
+            self.paths[:-1] if len(self.paths) > 1 else self.paths,
+            self.bodies[:-1] if len(self.bodies) > 1 else self.bodies,
+        )
+
+    def probe(self) -> tuple[str, dict | None]:
+        return self.paths[-1], self.bodies[-1] if self.bodies else None
 
 
-def _user_and_token():
+def _user(username: str, permissions: tuple[str, ...] = ()):
+    """A plain, active user holding ``permissions`` (of agentstate) and no others; its token."""
     from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
     from rest_framework.authtoken.models import Token
 
-    user, _ = get_user_model()._default_manager.get_or_create(
-        username=fill.OWNER, defaults={"is_superuser": True, "is_staff": True}
+    user, _ = get_user_model()._default_manager.update_or_create(
+        username=username, defaults={"is_superuser": False, "is_staff": False, "is_active": True}
     )
+    granted = list(
+        Permission.objects.filter(content_type__app_label="agentstate", codename__in=permissions)
+    )
+    if len(granted) != len(permissions):
+        missing = set(permissions) - {p.codename for p in granted}
+        raise RuntimeError(f"no such permissions: {sorted(missing)}")
+    user.user_permissions.set(granted)
+    user.groups.clear()
     return user, Token.objects.get_or_create(user=user)[0].key
 
 
-def endpoints(supply: int) -> tuple[list[Endpoint], str]:
-    """The measured endpoints with their prepared objects, and the token to call them with."""
-    user, token = _user_and_token()
+def users() -> dict[str, tuple]:
+    """The callers: ``owner`` (named ``fill.OWNER``, the pauses' owner) and ``service``."""
+    return {"owner": _user(fill.OWNER), "service": _user(SERVICE, SERVICE_PERMISSIONS)}
+
+
+def endpoints(supply: int, owner) -> list[Endpoint]:
+    """The measured endpoints with their prepared objects, made by ``owner``."""
     ks = range(SPREAD)
     scope = f"bench/{TAG}/http"
     for k in ks:
-        context.put(scope, f"v{k}", {"step": 7}, owner=user)
-        fill.a_list(scope, f"l{k}", 10, owner=user)
-        fill.a_list(scope, f"p{k}", supply // SPREAD + 10, owner=user)
+        context.put(scope, f"v{k}", {"step": 7}, owner=owner)
+        fill.a_list(scope, f"l{k}", 10, owner=owner)
+        fill.a_list(scope, f"r{k}", 10, owner=owner)  # read only
+        fill.a_list(scope, f"p{k}", supply // SPREAD + 10, owner=owner)
     run_ids = [f"{TAG}-http-{k + 1}" for k in ks]  # fill.runs counts from 1
-    fill.runs(f"{TAG}-http", SPREAD)
+    fill.runs(f"{TAG}-http", SPREAD, created_by=owner)
     chat = f"{TAG}-http"
-    fill.pauses(chat, supply)
-    queue = fill.approval_requests(fill.runs(f"{TAG}-http-decide", supply))
+    fill.pauses(chat, supply + 1)
+    queue = fill.approval_requests(
+        fill.runs(f"{TAG}-http-decide", supply + 1, created_by=owner), created_by=owner
+    )
     fill.analyze()
     runs = [f"/api/runs/{run_id}/" for run_id in run_ids]
-    measured = [
+    with_list = [f"/api/context/?scope={scope}&name=v{k}&name=r{k}" for k in ks]
+
+    def filing(caller: str) -> Endpoint:
+        return Endpoint(
+            f"POST approval request ({caller})",
+            "write",
+            "POST",
+            [f"{run}approval-requests/" for run in runs],
+            [
+                {"tool_name": "mail", "call_id": f"{caller}-{n}", "arguments": {"to": "a@b.c"}}
+                for n in range(supply + 1)
+            ],
+            caller,
+        )
+
+    def checking(caller: str) -> Endpoint:
+        return Endpoint(
+            f"GET approvals ({caller})",
+            "read",
+            "GET",
+            [f"{run}approvals/?tool_name=mail&call_id=call-1" for run in runs],
+            caller=caller,
+        )
+
+    return [
         Endpoint(
             "GET context", "read", "GET", [f"/api/context/?scope={scope}&name=v{k}" for k in ks]
+        ),
+        Endpoint("GET context with list (owner)", "read", "GET", with_list),
+        Endpoint(
+            "GET context with list (service)",
+            "read",
+            "GET",
+            [f"{path}&owner={fill.OWNER}" for path in with_list],
+            caller="service",
         ),
         Endpoint(
             "PUT context",
@@ -111,7 +200,7 @@ def endpoints(supply: int) -> tuple[list[Endpoint], str]:
             ["/api/pauses/claim/"],
             [
                 {"chat_id": chat, "tool_call_id": f"call-{n}", "question_id": str(fill.question(n))}
-                for n in range(1, supply + 1)
+                for n in range(1, supply + 2)
             ],
         ),
         Endpoint(
@@ -125,7 +214,7 @@ def endpoints(supply: int) -> tuple[list[Endpoint], str]:
             "write",
             "POST",
             ["/api/runs/"],
-            [{"run_id": f"{TAG}-new-{n}"} for n in range(supply)],
+            [{"run_id": f"{TAG}-new-{n}"} for n in range(supply + 1)],
         ),
         Endpoint("GET run", "read", "GET", runs),
         Endpoint(
@@ -135,12 +224,8 @@ def endpoints(supply: int) -> tuple[list[Endpoint], str]:
             [f"{run}usage/" for run in runs],
             [{"input_tokens": 10, "output_tokens": 5}],
         ),
-        Endpoint(
-            "GET approvals",
-            "read",
-            "GET",
-            [f"{run}approvals/?tool_name=mail&call_id=call-1" for run in runs],
-        ),
+        checking("owner"),
+        checking("service"),
         Endpoint(
             "POST approve",
             "write",
@@ -148,12 +233,15 @@ def endpoints(supply: int) -> tuple[list[Endpoint], str]:
             [f"{run}approvals/approve/" for run in runs],
             [{"tool_name": "mail", "call_id": "call-1"}],
         ),
+        filing("owner"),
+        filing("service"),
         Endpoint(
-            "POST decide",
+            "POST decide (service)",
             "write",
             "POST",
             [f"/api/approval-requests/{pk}/decide/" for pk in queue],
             [{"decision": "approve"}],
+            "service",
         ),
         Endpoint(
             "GET approval request",
@@ -162,13 +250,17 @@ def endpoints(supply: int) -> tuple[list[Endpoint], str]:
             [f"/api/approval-requests/{pk}/" for pk in queue[:SPREAD]],
         ),
     ]
-    return measured, token
 
 
-BARE = [
-    Endpoint("bare UPDATE view", "write", "POST", ["/bench/update/"], [{}]),
-    Endpoint("bare SELECT view", "read", "GET", ["/bench/select/"]),
-]
+# The baselines by kind: the DRF floor (with the owner's token) and the bare Django view.
+DRF = {
+    "write": Endpoint("DRF UPDATE view", "write", "POST", ["/bench/drf/update/"], [{}]),
+    "read": Endpoint("DRF SELECT view", "read", "GET", ["/bench/drf/select/"]),
+}
+BARE = {
+    "write": Endpoint("bare UPDATE view", "write", "POST", ["/bench/update/"], [{}]),
+    "read": Endpoint("bare SELECT view", "read", "GET", ["/bench/select/"]),
+}
 
 
 def _lua_list(items: list[str]) -> str:
@@ -177,11 +269,12 @@ def _lua_list(items: list[str]) -> str:
 
 def lua_script(endpoint: Endpoint, token: str) -> str:
     """wrk's script: the n-th request takes the n-th path and body (cycling)."""
-    bodies = [json.dumps(body) for body in endpoint.bodies]
+    paths, bodies = endpoint.loaded()
+    bodies = [json.dumps(body) for body in bodies]
     return f"""wrk.method = "{endpoint.method}"
 wrk.headers["Authorization"] = "Token {token}"
 wrk.headers["Content-Type"] = "application/json"
-local paths = {_lua_list(endpoint.paths)}
+local paths = {_lua_list(paths)}
 local bodies = {_lua_list(bodies)}
 local n = 0
 request = function()
@@ -270,19 +363,60 @@ class Server:
         self.process.wait(30)
 
 
-def measure(seconds: float, supply: int) -> dict[str, dict]:
-    """Each endpoint's requests per second and failures, beside its bare view's measured just before."""
-    measured, token = endpoints(supply)
-    bare = {endpoint.kind: endpoint for endpoint in BARE}
+def probe(endpoint: Endpoint, token: str) -> dict:
+    """One request through Django's test client in this process: its status, and its
+    database queries and round trips (``bench.counts``)."""
+    from django.test import Client
+    from django.test.utils import override_settings
+
+    path, body = endpoint.probe()
+    client = Client(headers={"authorization": f"Token {token}"})
+    with override_settings(ROOT_URLCONF="bench.site_urls"):
+        figure = counts.of(
+            lambda: client.generic(
+                endpoint.method,
+                path,
+                json.dumps(body) if body is not None else "",
+                content_type="application/json",
+            )
+        )
+    return {
+        "queries": figure["statements"],
+        "round_trips": figure["round_trips"],
+        "status": figure["result"].status_code,
+    }
+
+
+def measure(seconds: float, supply: int) -> dict:
+    """Each endpoint's requests per second, failures and round trips, beside its
+    baselines' (the DRF floor and the bare Django view) measured just before it."""
+    callers = users()
+    tokens = {caller: token for caller, (_, token) in callers.items()}
+    measured = endpoints(supply, callers["owner"][0])
+    owner = tokens["owner"]
+    for warm_up in (*DRF.values(), *BARE.values(), measured[0]):
+        probe(warm_up, owner)  # this process's one-time lookups: URLs, views, statements
+    baselines = {
+        baseline.name: probe(baseline, owner) for baseline in (*DRF.values(), *BARE.values())
+    }
+    probes = {endpoint.name: probe(endpoint, tokens[endpoint.caller]) for endpoint in measured}
     figures = {}
     with Server() as base:
-        wrk(base, bare["read"], token, 1)  # warm up: every worker connected
+        # warm up: every worker connected, agentstate's views imported and their first
+        # requests served (GET context is repeatable)
+        wrk(base, DRF["read"], owner, 1)
+        wrk(base, measured[0], owner, 1)
         for endpoint in measured:
-            baseline = wrk(base, bare[endpoint.kind], token, seconds)
+            bare = wrk(base, BARE[endpoint.kind], owner, seconds)
+            drf = wrk(base, DRF[endpoint.kind], owner, seconds)  # the ratio's, just before
             figures[endpoint.name] = {
                 "kind": endpoint.kind,
-                **wrk(base, endpoint, token, seconds),
-                "bare_rps": baseline["rps"],
-                "bare_failed": baseline["failed"],
+                "caller": endpoint.caller,
+                **wrk(base, endpoint, tokens[endpoint.caller], seconds),
+                "drf_rps": drf["rps"],
+                "drf_failed": drf["failed"],
+                "bare_rps": bare["rps"],
+                "bare_failed": bare["failed"],
+                **probes[endpoint.name],
             }
-    return figures
+    return {"endpoints": figures, "baselines": baselines}
