@@ -133,6 +133,9 @@ class Element(models.Model):
 class PausedRun(models.Model):
     """A run stopped inside one tool call, waiting for its owner's answer."""
 
+    # How events and the admin name a pause: ``chat_id#tool_call_id``.
+    OBJECT_ID_SEPARATOR = "#"
+
     class Status(models.TextChoices):
         PENDING = "pending", _("pending")
         CLAIMED = "claimed", _("claimed")
@@ -201,7 +204,12 @@ class PausedRun(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.chat_id}#{self.tool_call_id}"
+        return self.object_id(self.chat_id, self.tool_call_id)
+
+    @classmethod
+    def object_id(cls, chat_id: str, tool_call_id: str) -> str:
+        """The name of the pause of ``(chat_id, tool_call_id)`` in the event log."""
+        return f"{chat_id}{cls.OBJECT_ID_SEPARATOR}{tool_call_id}"
 
 
 class Run(models.Model):

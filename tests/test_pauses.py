@@ -1,4 +1,4 @@
-"""Paused runs through the Python API: SPEC section 2, rule by rule."""
+"""Paused runs through the Python API, rule by rule."""
 
 import uuid
 from datetime import datetime, timedelta, timezone
@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 from django.db.models.functions import Now
 
+from agentstate.backends import Reach
 from agentstate.events import json_time
 from agentstate.exceptions import (
     AlreadyClaimed,
@@ -318,3 +319,33 @@ def test_event_times_read_as_postgresql_writes_them(micro, text):
         with connection.cursor() as cursor:
             cursor.execute("SELECT to_jsonb(%s::timestamptz) #>> '{}'", [moment])
             assert cursor.fetchone()[0] == json_time(moment)
+
+
+@pytest.mark.postgres_only
+@pytest.mark.parametrize("micro", [828170, 0, 5])
+def test_event_times_written_in_sql_read_in_utc_whatever_the_sessions_time_zone(micro):
+    moment = datetime(2026, 12, 3, 9, 46, 54, micro, tzinfo=timezone(timedelta(hours=1)))
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL TimeZone = 'Asia/Kolkata'")
+        cursor.execute("SELECT agentstate_json_time(%s)", [moment])
+        assert cursor.fetchone()[0] == json_time(moment)
+
+
+def test_an_operation_reaches_the_pauses_created_or_owned_by_the_caller(bob):
+    pauses.put("chat", "created", "alice", 1, user=bob)
+    pauses.put("chat", "owned", "bob", 2)
+    pauses.put("chat", "other", "carol", 3)
+    reach = Reach(bob.pk, "bob")
+    before = list(PausedRun.objects.order_by("pk").values())
+    for refused in (
+        lambda: pauses.put_pause("chat", "other", "bob", 4, user=bob, reach=reach),
+        lambda: pauses.resolve("chat", "other", reach=reach),
+        lambda: pauses.cancel("chat", "other", reach=reach),
+        lambda: pauses.cancel("chat", "other", reach=Reach(None, "bob")),
+    ):
+        with pytest.raises(PauseNotFound):
+            refused()
+    assert list(PausedRun.objects.order_by("pk").values()) == before
+    assert pauses.cancel("chat", "created", reach=reach).payload == 1
+    assert pauses.put_pause("chat", "owned", "bob", 5, reach=Reach(None, "bob")).payload == 5
+    assert pauses.cancel("chat", "owned", reach=Reach(None, "bob")).payload == 5

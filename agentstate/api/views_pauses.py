@@ -1,4 +1,4 @@
-"""REST views over paused runs (SPEC section 5, the ``/api/pauses/`` rows).
+"""REST views over paused runs: ``/api/pauses/`` and its claim, resolve and cancel.
 
 Access: a caller sees the pauses it created or owns (all of them with
 ``view_pausedrun`` or ``change_pausedrun``) and may resolve or cancel the
@@ -13,6 +13,7 @@ from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
+from agentstate.backends import Reach
 from agentstate.models import PausedRun
 from agentstate.services import pauses
 
@@ -33,11 +34,12 @@ def visible_pauses(user) -> QuerySet:
     return _own(user)
 
 
-def changeable_pauses(user) -> QuerySet:
-    """The pauses ``user`` may replace, resolve or cancel."""
+def changing_reach(user) -> Reach | None:
+    """The pauses ``user`` may replace, resolve or cancel, for the operation to check
+    in its own statement: every one with ``change_pausedrun``, else its own."""
     if has_model_perm(user, "change_pausedrun"):
-        return PausedRun.objects.all()
-    return _own(user)
+        return None
+    return Reach(user.pk, user.get_username())
 
 
 def acting_owner(request, owner: str | None, codename: str) -> str:
@@ -88,7 +90,7 @@ class PausesView(AgentStateAPIView):
             d["payload"],
             d.get("ttl_seconds"),
             user=request.user,
-            among=changeable_pauses(request.user),
+            reach=changing_reach(request.user),
         )
         return Response(s.PauseSerializer(pause).data, status=status.HTTP_201_CREATED)
 
@@ -119,7 +121,7 @@ class ResolveView(AgentStateAPIView):
             d["chat_id"],
             d["tool_call_id"],
             user=request.user,
-            among=changeable_pauses(request.user),
+            reach=changing_reach(request.user),
         )
         return Response(s.PauseSerializer(pause).data)
 
@@ -132,6 +134,6 @@ class CancelView(AgentStateAPIView):
             d["chat_id"],
             d["tool_call_id"],
             user=request.user,
-            among=changeable_pauses(request.user),
+            reach=changing_reach(request.user),
         )
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -62,6 +62,10 @@ class Actor:
         )
 
 
+# Who the sweep's changes are recorded as: no user.
+SWEEPER = Actor(name="sweeper")
+
+
 @dataclass(frozen=True)
 class Changed:
     """An operation's result and the events it appended (in its transaction)."""
@@ -149,8 +153,8 @@ class Backend(abc.ABC):
     def claim(
         self, chat_id: str, tool_call_id: str, owner: str, question_id: str, by: Actor
     ) -> Changed:
-        """Claim ``owner``'s pending pause waiting on ``question_id``, exactly once;
-        ``claimed_by`` is ``by.name``. Refusals, the first that applies:
+        """Claim ``owner``'s pending pause waiting on ``question_id`` (a UUID's canonical
+        text; ``""`` names no question), exactly once; ``claimed_by`` is ``by.name``. Refusals, the first that applies:
         ``PauseNotFound`` (another owner's too), ``QuestionSuperseded``,
         ``AlreadyClaimed``, ``AlreadyResolved``, ``PauseExpired``. Event
         ``pause.claimed``. Value: the ``PausedRun``."""

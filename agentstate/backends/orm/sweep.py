@@ -1,12 +1,100 @@
-"""Sweep on the ORM (to be written)."""
+"""The sweep on the ORM: each batch one transaction over the rows it locked.
+
+A batch selects at most ``size`` due rows ``FOR UPDATE SKIP LOCKED`` (two
+sweeps take disjoint batches and never wait for a claim in progress; SQLite
+serializes them instead), changes them with one bulk statement and appends
+one event per row. Only the batch's keys are ever in memory.
+"""
+
+from typing import Any
+
+from django.db.models.functions import Now
+
+from agentstate import events
+from agentstate.backends.base import SWEEPER, Changed
+from agentstate.models import ApprovalRequest, Event, PausedRun
 
 
 class SweepOperations:
+    alias: str
+    atomic: Any
+    rows: Any
+
     def expire_pauses(self, size):
-        raise NotImplementedError
+        return self.atomic(self._expire_pauses, size)
+
+    def _expire_pauses(self, size):
+        due = list(
+            self.rows(PausedRun)
+            .pending()
+            .past_expiry()
+            .select_for_update(skip_locked=True)
+            .order_by("expires_at")
+            .values_list("pk", "chat_id", "tool_call_id", "owner", "created_by_id", "question_id")[
+                :size
+            ]
+        )
+        if not due:
+            return Changed(0, [])
+        # Locked, and pending past expiry when locked: one UPDATE for all.
+        self.rows(PausedRun).filter(pk__in=[row[0] for row in due]).update(
+            status=PausedRun.Status.EXPIRED
+        )
+        expired = self.rows(Event).bulk_create(
+            events.new(
+                "pause.expired",
+                PausedRun,
+                PausedRun.object_id(chat_id, tool_call_id),
+                SWEEPER,
+                created_by_id=created_by_id,
+                owner=owner,
+                details={"question_id": str(question_id)},
+            )
+            for _pk, chat_id, tool_call_id, owner, created_by_id, question_id in due
+        )
+        return Changed(len(due), expired)
 
     def expire_approval_requests(self, size, approval_ttl):
-        raise NotImplementedError
+        return self.atomic(self._expire_approval_requests, size, approval_ttl)
+
+    def _expire_approval_requests(self, size, approval_ttl):
+        due = list(
+            self.rows(ApprovalRequest)
+            .pending()
+            .older_than(approval_ttl)
+            .select_for_update(skip_locked=True, of=("self",))
+            .order_by("created_at")
+            .values_list("pk", "created_by_id", "run__run_id", "tool_name", "call_id")[:size]
+        )
+        if not due:
+            return Changed(0, [])
+        self.rows(ApprovalRequest).filter(pk__in=[row[0] for row in due]).update(
+            status=ApprovalRequest.Status.EXPIRED
+        )
+        expired = self.rows(Event).bulk_create(
+            events.new(
+                "approval.expired",
+                ApprovalRequest,
+                str(pk),
+                SWEEPER,
+                created_by_id=created_by_id,
+                details={"run_id": run_id, "tool_name": tool_name, "call_id": call_id},
+            )
+            for pk, created_by_id, run_id, tool_name, call_id in due
+        )
+        return Changed(len(due), expired)
 
     def purge_pauses(self, size, retention):
-        raise NotImplementedError
+        return self.atomic(self._purge_pauses, size, retention)
+
+    def _purge_pauses(self, size, retention):
+        finished = list(
+            self.rows(PausedRun)
+            .finished_before(Now() - retention)
+            .select_for_update(skip_locked=True)
+            .order_by()
+            .values_list("pk", flat=True)[:size]
+        )
+        if finished:
+            self.rows(PausedRun).filter(pk__in=finished).delete()
+        return len(finished)

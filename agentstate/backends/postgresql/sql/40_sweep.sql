@@ -1,0 +1,80 @@
+-- The sweep: each call one batch of at most p_size rows, as one statement.
+--
+-- A batch takes its due rows FOR UPDATE SKIP LOCKED, so two sweeps at once
+-- take disjoint batches and neither waits for a claim or a decision in
+-- progress; a row changed meanwhile no longer matches once it is locked, so
+-- a pause is claimed or expired, never both. The expiring statements write
+-- one event per row they changed and answer {"count", "events"}.
+
+CREATE FUNCTION agentstate_expire_pauses(p_size integer, p_actor text) RETURNS jsonb
+LANGUAGE sql AS $$
+    WITH batch AS (
+        SELECT id FROM agentstate_pausedrun
+        WHERE status = 'pending' AND expires_at <= now()
+        ORDER BY expires_at LIMIT p_size
+        FOR UPDATE SKIP LOCKED
+    ), expired AS (
+        UPDATE agentstate_pausedrun pause SET status = 'expired' FROM batch
+        WHERE pause.id = batch.id
+        RETURNING pause.chat_id, pause.tool_call_id, pause.owner, pause.created_by_id,
+                  pause.question_id
+    ), logged AS (
+        INSERT INTO agentstate_event
+            (kind, actor, user_id, object_type, object_id, created_by_id, owner, details,
+             created_at)
+        SELECT 'pause.expired', p_actor, NULL, 'pausedrun', chat_id || '#' || tool_call_id,
+               created_by_id, owner, jsonb_build_object('question_id', question_id), now()
+        FROM expired
+        RETURNING agentstate_event.*
+    )
+    SELECT jsonb_build_object(
+        'count', count(*), 'events', coalesce(jsonb_agg(to_jsonb(logged) ORDER BY id), '[]'))
+    FROM logged
+$$;
+
+CREATE FUNCTION agentstate_expire_approval_requests(
+    p_size integer, p_ttl interval, p_actor text
+) RETURNS jsonb
+LANGUAGE sql AS $$
+    WITH batch AS (
+        SELECT id FROM agentstate_approvalrequest
+        WHERE status = 'pending' AND created_at <= now() - p_ttl
+        ORDER BY created_at LIMIT p_size
+        FOR UPDATE SKIP LOCKED
+    ), expired AS (
+        UPDATE agentstate_approvalrequest request SET status = 'expired' FROM batch
+        WHERE request.id = batch.id
+        RETURNING request.id, request.run_id, request.created_by_id, request.tool_name,
+                  request.call_id
+    ), logged AS (
+        INSERT INTO agentstate_event
+            (kind, actor, user_id, object_type, object_id, created_by_id, owner, details,
+             created_at)
+        SELECT 'approval.expired', p_actor, NULL, 'approvalrequest', expired.id::text,
+               expired.created_by_id, '',
+               jsonb_build_object('run_id', run.run_id, 'tool_name', expired.tool_name,
+                                  'call_id', expired.call_id),
+               now()
+        FROM expired JOIN agentstate_run run ON run.id = expired.run_id
+        RETURNING agentstate_event.*
+    )
+    SELECT jsonb_build_object(
+        'count', count(*), 'events', coalesce(jsonb_agg(to_jsonb(logged) ORDER BY id), '[]'))
+    FROM logged
+$$;
+
+-- Resolved and expired pauses last changed more than p_retention ago; how many.
+CREATE FUNCTION agentstate_purge_pauses(p_size integer, p_retention interval) RETURNS jsonb
+LANGUAGE sql AS $$
+    WITH batch AS (
+        SELECT id FROM agentstate_pausedrun
+        WHERE (status = 'resolved' AND resolved_at < now() - p_retention)
+           OR (status = 'expired' AND expires_at < now() - p_retention)
+        LIMIT p_size
+        FOR UPDATE SKIP LOCKED
+    ), purged AS (
+        DELETE FROM agentstate_pausedrun pause USING batch WHERE pause.id = batch.id
+        RETURNING pause.id
+    )
+    SELECT jsonb_build_object('count', count(*)) FROM purged
+$$;
