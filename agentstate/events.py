@@ -4,6 +4,8 @@
 the row commits or rolls back with it, and the signals go out on commit.
 """
 
+import logging
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +15,8 @@ from agentstate import signals
 from agentstate.db import M, prepared, returned
 from agentstate.db import from_json as from_json_row
 from agentstate.models import Event
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from agentstate.backends.base import Actor
@@ -175,11 +179,38 @@ def listened(kind: str, sender: type) -> bool:
 
 
 def announce(events: list[Event], sender: type[models.Model], instance: Any = None) -> None:
-    """Send the signals of the events a backend wrote, after its transaction commits
-    (at once in autocommit). ``instance``: the changed object (``None`` for a bulk
-    change, whose events name their objects)."""
-    if events:
-        _send_on_commit(events, sender, instance)
+    """Send the signals of the events a backend wrote, and queue the webhook
+    deliveries they made, after its transaction commits (at once in autocommit).
+    ``instance``: the changed object (``None`` for a bulk change, whose events
+    name their objects)."""
+    if not events:
+        return
+    _send_on_commit(events, sender, instance)
+    deliveries = [pk for event in events for pk in getattr(event, "delivery_ids", ())]
+    if deliveries:
+        transaction.on_commit(lambda: _queue(deliveries))
+
+
+def _queue(deliveries: list[int]) -> None:
+    """Hand the deliveries to Celery; without it (or without a broker) the beat task
+    or ``manage.py agentstate_expire`` sends them, as it sends whatever is left behind."""
+    try:
+        from agentstate.tasks import queue_deliveries
+
+        queue_deliveries(deliveries)
+    except Exception:  # noqa: BLE001 - the outbox keeps them; never fail a committed change
+        logger.warning("could not queue webhook deliveries %s", deliveries, exc_info=True)
+
+
+def save(alias: str, events: Iterable[Event]) -> list[Event]:
+    """Save events in the caller's transaction, with their webhook deliveries (the
+    outbox), each event's delivery ids in ``event.delivery_ids``: what the ORM backends
+    write events with."""
+    from agentstate.services.webhooks import outbox
+
+    saved = Event.objects.using(alias).bulk_create(list(events))
+    outbox(saved, alias)
+    return saved
 
 
 def new(

@@ -71,9 +71,7 @@ def resolve(url: str, allow_private: bool) -> str:
         port = parts.port or SCHEMES[parts.scheme]
         infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
     except (OSError, ValueError) as error:
-        raise Unresolved(
-            f"url: cannot resolve {parts.hostname!r}: {error}", field="url"
-        ) from None
+        raise Unresolved(f"url: cannot resolve {parts.hostname!r}: {error}", field="url") from None
     addresses = [info[4][0] for info in infos]
     if not allow_private:
         for address in addresses:

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from standardwebhooks import Webhook as Verifier
 
+from agentstate import events
 from agentstate import webhooks as sending
 from agentstate.models import Delivery, Event, Webhook
 from agentstate.services import webhooks
@@ -16,13 +17,24 @@ ALLOW_PRIVATE = {"WEBHOOK_ALLOW_PRIVATE": True, "WEBHOOK_BACKOFF": 0.01, "WEBHOO
 
 
 def an_event(kind="approval.requested") -> Event:
-    return Event.objects.create(
-        kind=kind, object_type="approvalrequest", object_id="7", details={"tool_name": "mail"}
+    """An event saved as the backends save them: with its outbox."""
+    (event,) = events.save(
+        "default",
+        [
+            Event(
+                kind=kind,
+                object_type="approvalrequest",
+                object_id="7",
+                details={"tool_name": "mail"},
+            )
+        ],
     )
+    return event
 
 
-def a_delivery(hook: Webhook, event: Event | None = None) -> Delivery:
-    return Delivery.objects.create(webhook=hook, event=event or an_event())
+def a_delivery(hook: Webhook) -> Delivery:
+    """The delivery to ``hook`` of a new event."""
+    return Delivery.objects.get(webhook=hook, event=an_event())
 
 
 def test_the_signature_verifies_with_the_standard_webhooks_library():

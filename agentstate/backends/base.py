@@ -274,3 +274,8 @@ class Backend(abc.ABC):
     def purge_pauses(self, size: int, retention: timedelta) -> int:
         """Delete resolved and expired pauses last changed more than ``retention``
         ago; how many."""
+
+    @abc.abstractmethod
+    def purge_events(self, size: int, retention: timedelta) -> int:
+        """Delete events created more than ``retention`` ago, with their webhook
+        deliveries and the deliveries' attempts; how many events."""

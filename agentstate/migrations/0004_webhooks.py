@@ -5,6 +5,17 @@ import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
+from agentstate.backends import postgresql
+
+
+def install(apps, schema_editor):
+    postgresql.install(schema_editor)  # the outbox trigger needs the delivery table
+
+
+def uninstall(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("DROP TRIGGER IF EXISTS agentstate_outbox ON agentstate_event")
+
 
 class Migration(migrations.Migration):
 
@@ -81,4 +92,5 @@ class Migration(migrations.Migration):
             model_name='delivery',
             constraint=models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'delivered', 'failed'])), name='agentstate_delivery_status_valid'),
         ),
+        migrations.RunPython(install, uninstall, elidable=False),
     ]

@@ -1,8 +1,9 @@
 """The expiry sweep: what nobody answered in time.
 
 Marks pending pauses past ``expires_at`` expired, marks pending approval
-requests older than ``APPROVAL_TTL`` expired, and deletes resolved and
-expired pauses older than ``RETENTION``. All by the database clock, in
+requests older than ``APPROVAL_TTL`` expired, deletes resolved and expired
+pauses older than ``RETENTION`` and events (with their webhook deliveries and
+attempts) older than ``EVENT_RETENTION``. All by the database clock, in
 batches of ``SWEEP_BATCH_SIZE``: each batch is one operation of the
 database's backend (``agentstate.backends``), which locks its rows without
 waiting (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so two sweeps at once take
@@ -34,6 +35,7 @@ class SweepResult:
     expired_pauses: int = 0
     expired_approval_requests: int = 0
     purged_pauses: int = 0
+    purged_events: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -81,5 +83,11 @@ def sweep(*, batch_size: int | None = None, progress: Progress | None = None) ->
         ),
         purged_pauses=_in_batches(
             lambda n: store.purge_pauses(n, retention), size, "purged pauses", progress
+        ),
+        purged_events=_in_batches(
+            lambda n: store.purge_events(n, agentstate_settings.EVENT_RETENTION),
+            size,
+            "purged events",
+            progress,
         ),
     )

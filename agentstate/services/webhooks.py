@@ -17,7 +17,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import F
 from django.db.models.functions import Now
 
@@ -76,18 +76,30 @@ def delete_webhook(pk: int) -> None:
 
 
 def outbox(events: list[Event], alias: str) -> list[int]:
-    """The deliveries of ``events`` (saved, in the caller's transaction): their ids.
+    """The webhook deliveries of ``events`` (saved, in the caller's transaction): their
+    ids, each event's also in ``event.delivery_ids``.
 
-    Every active webhook that wants an event's kind (or every kind) gets one.
+    Every active webhook that wants an event's kind (or every kind) gets one. On
+    PostgreSQL the outbox trigger of the event table has written them (whoever
+    inserted the events) and they are only read here; elsewhere they are written here.
     """
-    active = list(Webhook.objects.using(alias).filter(active=True).values_list("pk", "kinds"))
-    rows = [
-        Delivery(webhook_id=pk, event=event)
-        for event in events
-        for pk, kinds in active
-        if not kinds or event.kind in kinds
-    ]
-    return [row.pk for row in Delivery.objects.using(alias).bulk_create(rows)] if rows else []
+    if connections[alias].vendor == "postgresql":
+        saved = list(
+            Delivery.objects.using(alias).filter(event__in=events).values_list("pk", "event_id")
+        )
+    else:
+        active = list(Webhook.objects.using(alias).filter(active=True).values_list("pk", "kinds"))
+        rows = [
+            Delivery(webhook_id=pk, event=event)
+            for event in events
+            for pk, kinds in active
+            if not kinds or event.kind in kinds
+        ]
+        created = Delivery.objects.using(alias).bulk_create(rows) if rows else []
+        saved = [(row.pk, row.event_id) for row in created]
+    for event in events:
+        event.delivery_ids = [pk for pk, event_id in saved if event_id == event.pk]
+    return [pk for pk, _ in saved]
 
 
 def body(event: Event) -> bytes:

@@ -55,7 +55,8 @@ class PauseOperations:
         return pause
 
     def _pause_event(self, kind: str, pause: PausedRun, by: Actor, **details: Any) -> Event:
-        (event,) = self.rows(Event).bulk_create(
+        (event,) = events.save(
+            self.alias,
             [
                 events.new(
                     kind,
@@ -66,7 +67,7 @@ class PauseOperations:
                     owner=pause.owner,
                     details={"question_id": str(pause.question_id), **details},
                 )
-            ]
+            ],
         )
         return event
 

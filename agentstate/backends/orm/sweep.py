@@ -12,7 +12,7 @@ from django.db.models.functions import Now
 
 from agentstate import events
 from agentstate.backends.base import SWEEPER, Changed
-from agentstate.models import ApprovalRequest, Event, PausedRun
+from agentstate.models import ApprovalRequest, Delivery, DeliveryAttempt, Event, PausedRun
 
 
 class SweepOperations:
@@ -40,17 +40,20 @@ class SweepOperations:
         self.rows(PausedRun).filter(pk__in=[row[0] for row in due]).update(
             status=PausedRun.Status.EXPIRED
         )
-        expired = self.rows(Event).bulk_create(
-            events.new(
-                "pause.expired",
-                PausedRun,
-                PausedRun.object_id(chat_id, tool_call_id),
-                SWEEPER,
-                created_by_id=created_by_id,
-                owner=owner,
-                details={"question_id": str(question_id)},
-            )
-            for _pk, chat_id, tool_call_id, owner, created_by_id, question_id in due
+        expired = events.save(
+            self.alias,
+            (
+                events.new(
+                    "pause.expired",
+                    PausedRun,
+                    PausedRun.object_id(chat_id, tool_call_id),
+                    SWEEPER,
+                    created_by_id=created_by_id,
+                    owner=owner,
+                    details={"question_id": str(question_id)},
+                )
+                for _pk, chat_id, tool_call_id, owner, created_by_id, question_id in due
+            ),
         )
         return Changed(len(due), expired)
 
@@ -71,16 +74,19 @@ class SweepOperations:
         self.rows(ApprovalRequest).filter(pk__in=[row[0] for row in due]).update(
             status=ApprovalRequest.Status.EXPIRED
         )
-        expired = self.rows(Event).bulk_create(
-            events.new(
-                "approval.expired",
-                ApprovalRequest,
-                str(pk),
-                SWEEPER,
-                created_by_id=created_by_id,
-                details={"run_id": run_id, "tool_name": tool_name, "call_id": call_id},
-            )
-            for pk, created_by_id, run_id, tool_name, call_id in due
+        expired = events.save(
+            self.alias,
+            (
+                events.new(
+                    "approval.expired",
+                    ApprovalRequest,
+                    str(pk),
+                    SWEEPER,
+                    created_by_id=created_by_id,
+                    details={"run_id": run_id, "tool_name": tool_name, "call_id": call_id},
+                )
+                for pk, created_by_id, run_id, tool_name, call_id in due
+            ),
         )
         return Changed(len(due), expired)
 
@@ -98,3 +104,20 @@ class SweepOperations:
         if finished:
             self.rows(PausedRun).filter(pk__in=finished).delete()
         return len(finished)
+
+    def purge_events(self, size, retention):
+        return self.atomic(self._purge_events, size, retention)
+
+    def _purge_events(self, size, retention):
+        old = list(
+            self.rows(Event)
+            .filter(created_at__lt=Now() - retention)
+            .select_for_update(skip_locked=True)
+            .order_by("created_at")
+            .values_list("pk", flat=True)[:size]
+        )
+        if old:
+            self.rows(DeliveryAttempt).filter(delivery__event_id__in=old).delete()
+            self.rows(Delivery).filter(event_id__in=old).delete()
+            self.rows(Event).filter(pk__in=old).delete()
+        return len(old)

@@ -67,7 +67,7 @@ def uninstall(schema_editor: Any) -> None:
         " FOR f IN SELECT p.oid::regprocedure FROM pg_proc p"
         " JOIN pg_namespace n ON n.oid = p.pronamespace"
         f" WHERE n.nspname = current_schema() AND p.proname LIKE '{PREFIX}%'"
-        " LOOP EXECUTE 'DROP FUNCTION ' || f; END LOOP; END $$",
+        " LOOP EXECUTE 'DROP FUNCTION ' || f || ' CASCADE'; END LOOP; END $$",
         params=None,
     )
 

@@ -23,3 +23,6 @@ class SweepOperations:
 
     def purge_pauses(self, size, retention):
         return self.call("purge_pauses", size, retention)["count"]
+
+    def purge_events(self, size, retention):
+        return self.call("purge_events", size, retention)["count"]

@@ -2,6 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from agentstate.services import webhooks
 from agentstate.services.sweep import sweep
 
 
@@ -32,5 +33,12 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"expired pauses: {result.expired_pauses}\n"
                 f"expired approval requests: {result.expired_approval_requests}\n"
-                f"purged pauses: {result.purged_pauses}"
+                f"purged pauses: {result.purged_pauses}\n"
+                f"purged events: {result.purged_events}"
             )
+        # Sites on cron have no Celery worker: send the webhook deliveries that are due.
+        due = webhooks.due()
+        for pk in due:
+            webhooks.deliver(pk)
+        if verbosity:
+            self.stdout.write(f"webhook deliveries tried: {len(due)}")

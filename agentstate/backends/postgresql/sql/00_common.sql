@@ -10,7 +10,8 @@ BEGIN
 END $$;
 
 -- Append one event (agentstate_event) and answer it as JSON, for the
--- signals that Python sends after commit.
+-- signals that Python sends after commit, with "delivery_ids": the ids of the
+-- webhook deliveries the outbox trigger wrote for it, to send after commit.
 CREATE FUNCTION agentstate_record(
     p_kind text, p_object_type text, p_object_id text, p_user_id bigint, p_actor text,
     p_created_by_id bigint, p_owner text, p_details jsonb
@@ -24,5 +25,25 @@ BEGIN
     VALUES (p_kind, p_actor, p_user_id, p_object_type, p_object_id, p_created_by_id,
             coalesce(p_owner, ''), coalesce(p_details, '{}'), now())
     RETURNING to_jsonb(agentstate_event.*) INTO recorded;
-    RETURN recorded;
+    RETURN recorded || jsonb_build_object('delivery_ids', (
+        SELECT coalesce(jsonb_agg(d.id), '[]') FROM agentstate_delivery d
+        WHERE d.event_id = (recorded ->> 'id')::bigint));
 END $$;
+
+-- The webhook outbox: every event inserted, however (agentstate_record, the
+-- sweep's set-based inserts), gets one delivery per active webhook that wants
+-- its kind (kinds empty: every kind), in the event's own transaction.
+CREATE FUNCTION agentstate_outbox() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO agentstate_delivery
+        (webhook_id, event_id, status, attempts, next_attempt_at, created_at)
+    SELECT w.id, e.id, 'pending', 0, now(), now()
+    FROM new_events e
+    JOIN agentstate_webhook w ON w.active AND (w.kinds = '[]'::jsonb OR w.kinds ? e.kind);
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER agentstate_outbox AFTER INSERT ON agentstate_event
+REFERENCING NEW TABLE AS new_events
+FOR EACH STATEMENT EXECUTE FUNCTION agentstate_outbox();

@@ -78,3 +78,22 @@ LANGUAGE sql AS $$
     )
     SELECT jsonb_build_object('count', count(*)) FROM purged
 $$;
+
+-- Events older than p_retention, with their webhook deliveries and attempts; how many.
+CREATE FUNCTION agentstate_purge_events(p_size integer, p_retention interval) RETURNS jsonb
+LANGUAGE sql AS $$
+    WITH batch AS (
+        SELECT id FROM agentstate_event WHERE created_at < now() - p_retention
+        ORDER BY created_at LIMIT p_size
+        FOR UPDATE SKIP LOCKED
+    ), attempts AS (
+        DELETE FROM agentstate_deliveryattempt attempt USING agentstate_delivery delivery, batch
+        WHERE attempt.delivery_id = delivery.id AND delivery.event_id = batch.id
+    ), deliveries AS (
+        DELETE FROM agentstate_delivery delivery USING batch WHERE delivery.event_id = batch.id
+    ), purged AS (
+        DELETE FROM agentstate_event event USING batch WHERE event.id = batch.id
+        RETURNING event.id
+    )
+    SELECT jsonb_build_object('count', count(*)) FROM purged
+$$;
