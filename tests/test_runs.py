@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from agentstate.backends import Reach
 from agentstate.exceptions import BadInput, RunExists, RunNotFound
 from agentstate.models import ApprovalCall, ApprovalRecord, Event, Run
 from agentstate.services import runs
@@ -62,12 +63,13 @@ def test_create_run_refuses_a_bad_run_id(bad):
     assert not Run.objects.exists()
 
 
-def test_get_and_update_run(run):
+def test_get_and_update_run(run, alice, bob):
     assert runs.get_run("run-1") == run
     with pytest.raises(RunNotFound):
         runs.get_run("nope")
-    with pytest.raises(RunNotFound):
-        runs.get_run("run-1", among=Run.objects.none())
+    assert runs.get_run("run-1", reach=Reach(alice.pk, "alice")) == run
+    with pytest.raises(RunNotFound):  # outside the reach: like a missing run
+        runs.get_run("run-1", reach=Reach(bob.pk, "bob"))
     runs.update_run(run, [1, {"x": None}])
     assert runs.get_run("run-1").context == [1, {"x": None}]
 
