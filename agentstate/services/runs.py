@@ -203,15 +203,6 @@ def check_reason(reason: Any) -> str:
     return reason
 
 
-def check_decision(tool_name: Any, call_id: Any, always: Any, reason: Any) -> str:
-    """The arguments of a decision, checked; returns the reason."""
-    check_key(tool_name, "tool_name")
-    check_key(call_id, "call_id")
-    if not isinstance(always, bool):
-        raise BadInput("always must be true or false.", field="always")
-    return check_reason(reason)
-
-
 def _decide(
     run: RunRef,
     tool_name: str,
@@ -222,9 +213,19 @@ def _decide(
     reason: str,
     reach: Reach | None,
 ) -> Records:
-    reason = check_decision(tool_name, call_id, always, reason)
+    check_key(tool_name, "tool_name")
+    check_key(call_id, "call_id")
+    if not isinstance(always, bool):
+        raise BadInput("always must be true or false.", field="always")
     changed = backend().record_decision(
-        run_id_of(run), tool_name, call_id, approve, always, reason, reach, Actor.of(user)
+        run_id_of(run),
+        tool_name,
+        call_id,
+        approve,
+        always,
+        check_reason(reason),
+        reach,
+        Actor.of(user),
     )
     events.announce(changed.events, Run, changed.value)
     return changed.value.approvals
