@@ -163,6 +163,19 @@ class AlreadyDecided(Conflict):
     default_detail = "The approval request was already decided."
     template = "The approval request was already {status}{by}."
 
+    @classmethod
+    def of(cls, *, field: str | None = None, **facts: Any) -> "AgentStateError":
+        """From ``status`` and ``decided_by_id``: the decider is named by username,
+        looked up here, on the refusal only (no backend's SQL knows the user model)."""
+        from django.contrib.auth import get_user_model
+
+        decided_by_id = facts.pop("decided_by_id", None)
+        username = None
+        if decided_by_id is not None:
+            decider = get_user_model()._default_manager.filter(pk=decided_by_id).first()
+            username = None if decider is None else decider.get_username()
+        return super().of(field=field, **facts, by=f" by {username}" if username else "")
+
 
 class Expired(AgentStateError):
     status = 410

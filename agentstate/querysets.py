@@ -1,6 +1,9 @@
 """Filters the services, the sweep and the admin share, as QuerySet methods."""
 
+from datetime import timedelta
+
 from django.db import models
+from django.db.models import Case, CharField, F, Q, Value, When
 from django.db.models.functions import Now
 
 
@@ -20,9 +23,25 @@ class PausedRunQuerySet(models.QuerySet):
         )
 
 
+def past_ttl(ttl: timedelta) -> Q:
+    """Pending requests older than ``ttl`` by the database clock: expired, swept or not."""
+    return Q(status="pending", created_at__lte=Now() - ttl)
+
+
+def current_status(ttl: timedelta) -> Case:
+    """A request's status as ``decide`` sees it: a pending one past ``ttl`` is ``expired``."""
+    return Case(
+        When(past_ttl(ttl), then=Value("expired")), default=F("status"), output_field=CharField()
+    )
+
+
 class ApprovalRequestQuerySet(models.QuerySet):
     def pending(self):
         return self.filter(status="pending")
+
+    def with_current_status(self, ttl: timedelta):
+        """Annotated with ``current_status`` (see ``current_status``)."""
+        return self.annotate(current_status=current_status(ttl))
 
     def older_than(self, age):
         """Created more than ``age`` (a timedelta) ago by the database clock."""

@@ -5,11 +5,13 @@ from datetime import timedelta
 import pytest
 from django.db.models.functions import Now
 
+from agentstate.backends import Reach
 from agentstate.exceptions import (
     AlreadyDecided,
     ApprovalRequestExpired,
     ApprovalRequestNotFound,
     BadInput,
+    RunNotFound,
 )
 from agentstate.models import ApprovalRequest, Event, Run
 from agentstate.services import approvals, runs
@@ -86,9 +88,11 @@ def test_decide_approves_once_and_writes_the_record(run, reviewer):
             "reason": "known recipient",
         },
     )
+    events_before = Event.objects.count()
     with pytest.raises(AlreadyDecided, match="approved by reviewer"):
         approvals.decide(request.pk, "reject", by=reviewer)
     assert ApprovalRequest.objects.get(pk=request.pk).status == "approved"
+    assert Event.objects.count() == events_before
     assert runs.is_tool_approved(run, "mail", "c1") is True
 
 
@@ -111,9 +115,11 @@ def test_deciding_a_pending_request_past_the_ttl_is_refused_before_the_sweep(
 
     stale = approvals.request_approval(run, "mail", "c2")
     age(stale, timedelta(hours=1, seconds=1))
+    events_before = Event.objects.count()
     with pytest.raises(ApprovalRequestExpired) as caught:
         approvals.decide(stale, "approve", by=reviewer)
     assert (caught.value.status, caught.value.code) == (410, "expired")
+    assert Event.objects.count() == events_before
     assert ApprovalRequest.objects.get(pk=stale.pk).status == "pending"
     assert runs.is_tool_approved(run, "mail", "c2") is None
     assert sweep().expired_approval_requests == 1
@@ -175,3 +181,38 @@ def test_request_approval_refuses_bad_input(run, args, field):
         approvals.request_approval(run, *args)
     assert caught.value.field == field
     assert not ApprovalRequest.objects.exists()
+
+
+def test_decide_answers_the_request_as_decided(run, reviewer):
+    request = approvals.request_approval(run, "mail", "c1", {"to": "bob"})
+    decided = approvals.decide(request.pk, "reject", always=True, by=reviewer, reason="no")
+    stored = approvals.with_current_status(ApprovalRequest.objects.all()).get(pk=request.pk)
+    assert (decided.run.run_id, decided.current_status, decided.arguments) == (
+        "run-1",
+        "rejected",
+        {"to": "bob"},
+    )
+    for field in ("status", "always", "decided_by_id", "decided_at", "reason", "created_at"):
+        assert getattr(decided, field) == getattr(stored, field), field
+
+
+def test_an_undecided_request_names_no_decider_when_refused(run):
+    request = approvals.request_approval(run, "mail", "c1")
+    approvals.decide(request, "approve")
+    with pytest.raises(AlreadyDecided) as caught:
+        approvals.decide(request, "approve")
+    assert caught.value.detail == "The approval request was already approved."
+
+
+def test_filing_for_a_run_outside_the_reach_writes_nothing(run, bob):
+    with pytest.raises(RunNotFound):
+        approvals.request_approval(run, "mail", "c1", reach=Reach(bob.pk, "bob"))
+    assert not ApprovalRequest.objects.exists() and not Event.objects.exists()
+    mine = approvals.ensure_request(run, "mail", "c1", reach=Reach(run.created_by_id, "alice"))
+    assert mine[1] and mine[0].run.run_id == "run-1"
+
+
+@pytest.mark.parametrize("pk", [0, -1, 2**63, 10**30])
+def test_a_request_id_outside_the_key_is_not_found(reviewer, pk):
+    with pytest.raises(ApprovalRequestNotFound):
+        approvals.decide(pk, "approve", by=reviewer)

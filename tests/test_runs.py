@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from agentstate.backends import Reach
 from agentstate.exceptions import BadInput, RunExists, RunNotFound
 from agentstate.models import ApprovalCall, ApprovalRecord, Event, Run
 from agentstate.services import runs
@@ -62,12 +63,13 @@ def test_create_run_refuses_a_bad_run_id(bad):
     assert not Run.objects.exists()
 
 
-def test_get_and_update_run(run):
+def test_get_and_update_run(run, alice, bob):
     assert runs.get_run("run-1") == run
     with pytest.raises(RunNotFound):
         runs.get_run("nope")
-    with pytest.raises(RunNotFound):
-        runs.get_run("run-1", among=Run.objects.none())
+    assert runs.get_run("run-1", reach=Reach(alice.pk, "alice")) == run
+    with pytest.raises(RunNotFound):  # outside the reach: like a missing run
+        runs.get_run("run-1", reach=Reach(bob.pk, "bob"))
     runs.update_run(run, [1, {"x": None}])
     assert runs.get_run("run-1").context == [1, {"x": None}]
 
@@ -271,3 +273,52 @@ def test_rebuild_refuses_a_bad_map_and_keeps_the_old_records(run, records, field
         )
     assert caught.value.field == field
     assert runs.records(run) == before
+
+
+def everything() -> list:
+    return [
+        list(model.objects.values().order_by("pk"))
+        for model in (Run, ApprovalRecord, ApprovalCall, Event)
+    ]
+
+
+def test_refusals_leave_nothing_written(run, bob):
+    runs.approve(run, "mail", "c1")
+    before = everything()
+    outside = Reach(bob.pk, "bob")
+    refused = [
+        (RunExists, lambda: runs.create_run("run-1", {"other": 1}, user=bob)),
+        (RunNotFound, lambda: runs.approve(run, "mail", "c2", reach=outside)),
+        (RunNotFound, lambda: runs.reject("run-1", "mail", "c2", always=True, reach=outside)),
+        (RunNotFound, lambda: runs.rebuild_approvals(run, {}, reach=outside)),
+        (RunNotFound, lambda: runs.update_run(run, {"x": 1}, reach=outside)),
+        (RunNotFound, lambda: runs.add_usage(run, reach=outside)),
+        (RunNotFound, lambda: runs.records(run, reach=outside)),
+        (RunNotFound, lambda: runs.is_tool_approved("run-1", "mail", "c1", reach=outside)),
+        (RunNotFound, lambda: runs.approve("no such run", "mail", "c1")),
+    ]
+    for error, call in refused:
+        with pytest.raises(error):
+            call()
+    assert everything() == before
+
+
+def test_a_usage_total_past_64_bits_adds_nothing(run):
+    Run.objects.filter(pk=run.pk).update(output_tokens=2**63 - 5, reasoning_tokens=2**63 - 1)
+    with pytest.raises(BadInput) as caught:
+        runs.add_usage(run, input_tokens=1, output_tokens=5, reasoning_tokens=1)
+    assert caught.value.field == "output_tokens"  # the first counter past the column
+    assert Run.objects.get(pk=run.pk).usage == {
+        **ZERO,
+        "output_tokens": 2**63 - 5,
+        "reasoning_tokens": 2**63 - 1,
+    }
+
+
+def test_a_run_id_names_a_run_like_the_run_does(run):
+    runs.approve("run-1", "mail", "c1")
+    assert runs.records(run) == runs.records("run-1") == runs.to_json("run-1")["approvals"]
+    assert runs.add_usage("run-1")["requests"] == 1
+    for bad in ("..", "a b", "x\x00", 5):
+        with pytest.raises(RunNotFound):
+            runs.records(bad)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agentstate.exceptions import AlreadyDecided
+from agentstate.exceptions import AlreadyDecided, RunExists
 from agentstate.models import ApprovalRequest, Event, Run
 from agentstate.services import approvals, runs
 
@@ -70,3 +70,35 @@ def test_approve_and_reject_racing_on_one_request_store_one_decision(concurrentl
         sides = runs.records(run)["mail"]
         assert (f"c{round_}" in sides["approved"]) + (f"c{round_}" in sides["rejected"]) == 1
         assert Event.objects.filter(kind="approval.decided", object_id=str(request.pk)).count() == 1
+
+
+def test_two_creators_of_one_run_id_one_wins_the_other_is_told_it_exists(concurrently):
+    for round_ in range(10):
+        results = concurrently(2, lambda i, r=round_: runs.create_run(f"race-{r}", {"by": i}))
+        made = [r for r in results if isinstance(r, Run)]
+        refused = [r for r in results if isinstance(r, RunExists)]
+        assert len(made) == 1 and len(refused) == 1, results
+        assert Run.objects.get(run_id=f"race-{round_}").context == made[0].context
+
+
+def test_decide_request_and_rebuild_on_one_run_never_deadlock(concurrently, make_user):
+    """Every change of a run locks its row first: deciding, filing and rebuilding at once
+    queue there, whichever comes first."""
+    reviewer = make_user("reviewer", "agentstate.decide_approvalrequest")
+    run = runs.create_run("mixed-race")
+    pending = [approvals.request_approval(run, "mail", f"p{n}").pk for n in range(6)]
+
+    def work(i: int):
+        for n in range(6):
+            if i % 3 == 0:
+                approvals.decide(pending[(n + i) % 6], "approve", by=reviewer)
+            elif i % 3 == 1:
+                approvals.request_approval(run, "mail", f"w{i}-{n}")
+            else:
+                runs.rebuild_approvals(run, {"shell": {"approved": [f"s{i}-{n}"]}})
+
+    results = concurrently(6, work)
+    assert [r for r in results if not isinstance(r, AlreadyDecided | type(None))] == []
+    decided = ApprovalRequest.objects.filter(pk__in=pending, status="approved").count()
+    assert decided == 6
+    assert Event.objects.filter(kind="approval.decided").count() == 6

@@ -1,4 +1,4 @@
-"""Runs and the review queue in the admin: the reviewers' dashboard (SPEC section 3).
+"""Runs and the review queue in the admin: the reviewers' dashboard.
 
 Approval requests are listed pending first, then oldest first, with their
 run, tool, call id, pretty-printed arguments and age. Reviewers holding
@@ -244,7 +244,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         # service (AlreadyDecided) and reported like any other refusal.
         always = request.POST.get("always") in ("on", "true", "1")
         try:
-            approvals.decide(
+            decided = approvals.decide(
                 obj.pk,
                 request.POST["_decision"],
                 always,
@@ -254,7 +254,6 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         except AgentStateError as error:
             self.message_user(request, error.detail, messages.ERROR)
             return HttpResponseRedirect(request.path)
-        decided = ApprovalRequest.objects.get(pk=obj.pk)
         self.message_user(
             request,
             _("Request %(request)s was %(status)s.")

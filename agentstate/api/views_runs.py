@@ -1,11 +1,16 @@
-"""REST views over runs, usage, approval records and the review queue (SPEC section 5).
+"""REST views over runs, usage, approval records and the review queue.
 
 Access: a caller sees and changes the runs it created (every run with
 ``view_run`` / ``change_run``) and sees the approval requests it filed
 (every one with ``view_approvalrequest`` or ``decide_approvalrequest``);
 anything else answers 404, like a missing object. Deciding takes
 ``agentstate.decide_approvalrequest``, checked before anything else, and
-reaches every request. Each view is a thin call of one service.
+reaches every request.
+
+Each endpoint on a run is one service call, which is one operation of the
+backend: the caller's reach goes into it (``Reach``: the runs it created;
+``None`` with the model permission), so the run is found, checked and
+changed in one round trip, and the response is built from what it returned.
 """
 
 from django.db.models import QuerySet
@@ -15,8 +20,9 @@ from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 
+from agentstate.backends import Reach
 from agentstate.exceptions import ApprovalRequestNotFound
-from agentstate.models import ApprovalRequest, Run
+from agentstate.models import ApprovalRequest
 from agentstate.services import approvals, runs
 from agentstate.validation import check_run_id
 
@@ -30,25 +36,20 @@ REQUEST_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
 PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
 
 
-def find_run(run_id: str, rows: QuerySet[Run]) -> Run:
-    """The run named in the path, among ``rows``.
-
-    A run id the rules do not allow (U+0000 included) is bad input, a 400
-    naming ``run_id``, and never reaches the database.
-    """
-    return runs.get_run(check_run_id(run_id), rows)
-
-
-def visible_runs(user) -> QuerySet[Run]:
-    if has_model_perm(user, "view_run") or has_model_perm(user, "change_run"):
-        return Run.objects.all()
-    return Run.objects.filter(created_by=user)
+def reach(user, *codenames: str) -> Reach | None:
+    """The runs ``user`` may touch: every run (``None``) with one of ``codenames``,
+    else those it created."""
+    if any(has_model_perm(user, codename) for codename in codenames):
+        return None
+    return Reach(user.pk, user.get_username())
 
 
-def changeable_runs(user) -> QuerySet[Run]:
-    if has_model_perm(user, "change_run"):
-        return Run.objects.all()
-    return Run.objects.filter(created_by=user)
+def viewing(user) -> Reach | None:
+    return reach(user, "view_run", "change_run")
+
+
+def changing(user) -> Reach | None:
+    return reach(user, "change_run")
 
 
 def visible_requests(user) -> QuerySet[ApprovalRequest]:
@@ -63,6 +64,15 @@ def visible_requests(user) -> QuerySet[ApprovalRequest]:
     return requests.filter(created_by=user)
 
 
+class RunAPIView(AgentStateAPIView):
+    """A view of ``/runs/{run_id}/...``: a run id the rules do not allow (U+0000
+    included) is bad input, a 400 naming ``run_id``, and never reaches the database."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        check_run_id(kwargs["run_id"])
+
+
 class RunsView(AgentStateAPIView):
     @documented(
         request=s.RunCreateRequest, responses={201: s.RunSerializer}, operation_id="runs_create"
@@ -70,13 +80,13 @@ class RunsView(AgentStateAPIView):
     def post(self, request):
         d = self.validated(s.RunCreateRequest, request.data)
         run = runs.create_run(d.get("run_id"), d.get("context"), user=request.user)
-        return Response(runs.to_json(run), status=status.HTTP_201_CREATED)
+        return Response(runs.as_json(run), status=status.HTTP_201_CREATED)
 
 
-class RunView(AgentStateAPIView):
+class RunView(RunAPIView):
     @documented(parameters=[RUN_ID], responses=s.RunSerializer, operation_id="runs_get")
     def get(self, request, run_id: str):
-        return Response(runs.to_json(find_run(run_id, visible_runs(request.user))))
+        return Response(runs.to_json(run_id, reach=viewing(request.user)))
 
     @documented(
         parameters=[RUN_ID],
@@ -85,14 +95,14 @@ class RunView(AgentStateAPIView):
         operation_id="runs_update",
     )
     def patch(self, request, run_id: str):
-        run = find_run(run_id, changeable_runs(request.user))
         d = self.validated(s.RunUpdateRequest, request.data)
-        if "context" in d:
-            run = runs.update_run(run, d["context"])
-        return Response(runs.to_json(run))
+        if "context" not in d:  # a partial update of nothing
+            return Response(runs.to_json(run_id, reach=changing(request.user)))
+        run = runs.update_run(run_id, d["context"], reach=changing(request.user))
+        return Response(runs.as_json(run))
 
 
-class UsageView(AgentStateAPIView):
+class UsageView(RunAPIView):
     @documented(
         parameters=[RUN_ID],
         request=s.UsageRequest,
@@ -100,12 +110,11 @@ class UsageView(AgentStateAPIView):
         operation_id="runs_usage_add",
     )
     def post(self, request, run_id: str):
-        run = find_run(run_id, changeable_runs(request.user))
         d = self.validated(s.UsageRequest, request.data)
-        return Response(runs.add_usage(run, **d))
+        return Response(runs.add_usage(run_id, **d, reach=changing(request.user)))
 
 
-class ApprovalsView(AgentStateAPIView):
+class ApprovalsView(RunAPIView):
     @documented(
         parameters=[RUN_ID, s.ApprovalQuery],
         responses={200: OpenApiTypes.OBJECT},
@@ -115,10 +124,11 @@ class ApprovalsView(AgentStateAPIView):
     )
     def get(self, request, run_id: str):
         q = self.query(s.ApprovalQuery)
-        run = find_run(run_id, visible_runs(request.user))
         if not q:
-            return Response(runs.records(run))
-        approved = runs.is_tool_approved(run, q["tool_name"], q["call_id"])
+            return Response(runs.records(run_id, reach=viewing(request.user)))
+        approved = runs.is_tool_approved(
+            run_id, q["tool_name"], q["call_id"], reach=viewing(request.user)
+        )
         return Response(
             {"tool_name": q["tool_name"], "call_id": q["call_id"], "approved": approved}
         )
@@ -130,20 +140,29 @@ class ApprovalsView(AgentStateAPIView):
         operation_id="runs_approvals_rebuild",
     )
     def put(self, request, run_id: str):
-        run = find_run(run_id, changeable_runs(request.user))
-        return Response(runs.rebuild_approvals(run, request.data, user=request.user))
+        return Response(
+            runs.rebuild_approvals(
+                run_id, request.data, user=request.user, reach=changing(request.user)
+            )
+        )
 
 
-class ApprovalChangeView(AgentStateAPIView):
+class ApprovalChangeView(RunAPIView):
     """``approve/`` and ``reject/``: one call, or every call with ``always``."""
 
     change = None  # runs.approve or runs.reject
 
     def post(self, request, run_id: str):
-        run = find_run(run_id, changeable_runs(request.user))
         d = self.validated(s.ApprovalChangeRequest, request.data)
         return Response(
-            self.change(run, d["tool_name"], d["call_id"], d["always"], user=request.user)
+            self.change(
+                run_id,
+                d["tool_name"],
+                d["call_id"],
+                d["always"],
+                user=request.user,
+                reach=changing(request.user),
+            )
         )
 
 
@@ -173,15 +192,7 @@ class RejectView(ApprovalChangeView):
         return super().post(request, run_id)
 
 
-def _shown(request: ApprovalRequest) -> dict:
-    """The request as a listing shows it (current status by the database clock)."""
-    current = approvals.with_current_status(
-        ApprovalRequest.objects.select_related("run", "decided_by")
-    )
-    return s.ApprovalRequestSerializer(current.get(pk=request.pk)).data
-
-
-class RunApprovalRequestsView(AgentStateAPIView):
+class RunApprovalRequestsView(RunAPIView):
     @documented(
         parameters=[RUN_ID],
         request=s.ApprovalRequestCreate,
@@ -189,13 +200,18 @@ class RunApprovalRequestsView(AgentStateAPIView):
         operation_id="runs_approval_requests_create",
     )
     def post(self, request, run_id: str):
-        run = find_run(run_id, changeable_runs(request.user))
         d = self.validated(s.ApprovalRequestCreate, request.data)
         filed, created = approvals.ensure_request(
-            run, d["tool_name"], d["call_id"], d.get("arguments"), user=request.user
+            run_id,
+            d["tool_name"],
+            d["call_id"],
+            d.get("arguments"),
+            user=request.user,
+            reach=changing(request.user),
         )
         return Response(
-            _shown(filed), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            s.ApprovalRequestSerializer(filed).data,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
 
@@ -217,13 +233,11 @@ class ApprovalRequestsView(AgentStateAPIView):
         return self.paginate(rows.order_by("created_at", "pk"), s.ApprovalRequestSerializer)
 
 
-def _find(rows: QuerySet[ApprovalRequest], pk: str) -> ApprovalRequest:
-    """The request with id ``pk`` (the path's text: one that is no id is not found)."""
-    is_id = pk.isascii() and pk.isdigit() and len(pk) <= 20
-    found = rows.filter(pk=int(pk)).first() if is_id else None
-    if found is None:
-        raise ApprovalRequestNotFound(f"Approval request {pk} not found.")
-    return found
+def request_id(text: str) -> int:
+    """The request id the path names (up to 20 digits; anything else names none)."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 20):
+        raise ApprovalRequestNotFound.of(id=text)
+    return int(text)
 
 
 class ApprovalRequestView(AgentStateAPIView):
@@ -232,8 +246,11 @@ class ApprovalRequestView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_get",
     )
-    def get(self, request, id: str):  # the path parameter of SPEC
-        return Response(s.ApprovalRequestSerializer(_find(visible_requests(request.user), id)).data)
+    def get(self, request, id: str):  # the documented path parameter
+        found = visible_requests(request.user).filter(pk=request_id(id)).first()
+        if found is None:
+            raise ApprovalRequestNotFound.of(id=id)
+        return Response(s.ApprovalRequestSerializer(found).data)
 
 
 class DecideView(AgentStateAPIView):
@@ -243,14 +260,13 @@ class DecideView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_decide",
     )
-    def post(self, request, id: str):  # the path parameter of SPEC
+    def post(self, request, id: str):  # the documented path parameter
         if not request.user.has_perm("agentstate.decide_approvalrequest"):
             raise PermissionDenied(
                 "Deciding approval requests takes agentstate.decide_approvalrequest."
             )
         d = self.validated(s.DecideRequest, request.data)
-        found = _find(ApprovalRequest.objects.all(), id)
         decided = approvals.decide(
-            found, d["decision"], d["always"], by=request.user, reason=d["reason"]
+            request_id(id), d["decision"], d["always"], by=request.user, reason=d["reason"]
         )
-        return Response(_shown(decided))
+        return Response(s.ApprovalRequestSerializer(decided).data)

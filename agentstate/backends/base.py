@@ -172,27 +172,32 @@ class Backend(abc.ABC):
 
     # Runs, usage and approvals (docs: concepts/runs). ``run_id`` names the
     # run; one outside ``reach`` (``Reach.user_id``: its creator) is
-    # ``RunNotFound``.
+    # ``RunNotFound``. A run returned carries its approval records map as
+    # ``approvals`` (the Agents SDK's form), read in the same operation. Every
+    # change of a run's records or requests locks the run's row first, so
+    # they queue in one order and none deadlocks another. Times are the
+    # database clock's.
 
     @abc.abstractmethod
     def create_run(self, run_id: str, context: Any, created_by_id: int | None) -> Run:
-        """A new run; ``RunExists`` when the id is taken."""
+        """A new run (``approvals`` empty); ``RunExists`` when the id is taken, also
+        when a concurrent creator takes it first."""
 
     @abc.abstractmethod
-    def run(self, run_id: str, reach: Reach | None) -> tuple[Run, Records]:
-        """The run and its approval records map."""
+    def run(self, run_id: str, reach: Reach | None) -> Run:
+        """The run, with ``approvals``."""
 
     @abc.abstractmethod
-    def update_run(self, run_id: str, context: Any, reach: Reach | None) -> tuple[Run, Records]:
-        """Replace the run's context; the run and its records map."""
+    def update_run(self, run_id: str, context: Any, reach: Reach | None) -> Run:
+        """Replace the run's context; the run, with ``approvals``."""
 
     @abc.abstractmethod
     def add_usage(
         self, run_id: str, increments: dict[str, int], reach: Reach | None
     ) -> dict[str, int]:
         """Add ``increments`` (every usage counter) in one atomic step; a total past
-        2**63 - 1 is ``BadInput`` naming the counter, nothing added. Returns the
-        totals."""
+        2**63 - 1 is ``UsageOverflow`` naming the first such counter, nothing
+        added. Returns the totals."""
 
     @abc.abstractmethod
     def records(self, run_id: str, reach: Reach | None) -> Records:
@@ -218,14 +223,14 @@ class Backend(abc.ABC):
     ) -> Changed:
         """Approve or reject one call (appended when that side is a list) or, with
         ``always``, every call; who, when and why kept per call. Event
-        ``approvals.changed``. Value: the records map."""
+        ``approvals.changed``. Value: the run, with ``approvals``."""
 
     @abc.abstractmethod
     def rebuild_approvals(
         self, run_id: str, records: Records, reach: Reach | None, by: Actor
     ) -> Changed:
         """Replace every approval record of the run with ``records`` (checked). Event
-        ``approvals.rebuilt``. Value: the records map."""
+        ``approvals.rebuilt``. Value: the run, with ``approvals``."""
 
     @abc.abstractmethod
     def request_approval(
@@ -234,13 +239,17 @@ class Backend(abc.ABC):
         tool_name: str,
         call_id: str,
         arguments: Any,
+        approval_ttl: timedelta,
         reach: Reach | None,
         by: Actor,
     ) -> Changed:
         """The run's request for ``call_id``, filed now unless one exists (then
         returned as it is, no event). A new one is filed already decided when the
-        run's records decide the call. Event ``approval.requested``. Value:
-        ``(ApprovalRequest, created)``, the request with ``current_status``."""
+        run's records decide the call (``decided_by`` empty, reason
+        ``records.DECIDED_BY_RECORDS``, ``always`` when a permanent flag decided). Event
+        ``approval.requested``. Value: ``(ApprovalRequest, created)``, the request
+        with its ``run`` and its ``current_status`` (pending past ``approval_ttl``:
+        expired)."""
 
     @abc.abstractmethod
     def decide(
@@ -254,8 +263,10 @@ class Backend(abc.ABC):
     ) -> Changed:
         """Decide a pending request exactly once and write the run's record as
         ``record_decision`` does. ``ApprovalRequestNotFound``, ``ApprovalRequestExpired``
-        (pending for longer than ``approval_ttl``), ``AlreadyDecided``. Events
-        ``approvals.changed`` and ``approval.decided``. Value: the request."""
+        (pending for longer than ``approval_ttl``, swept or not), ``AlreadyDecided``
+        (facts: ``status``, ``decided_by_id``). Events ``approvals.changed`` and
+        ``approval.decided``. Value: the request, with its ``run`` and
+        ``current_status``."""
 
     # The sweep (docs: concepts/expiry): each call is one batch of at most
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).

@@ -109,11 +109,9 @@ class ServiceStore:
         return runs.get_run(run_id).context
 
     def request_approval(self, run_id: str, tool_name: str, call_id: str, arguments: Any) -> Review:
-        from agentstate.services import approvals, runs
+        from agentstate.services import approvals
 
-        request = approvals.request_approval(
-            runs.get_run(run_id), tool_name, call_id, arguments, user=self.user
-        )
+        request = approvals.request_approval(run_id, tool_name, call_id, arguments, user=self.user)
         return self._review(request)
 
     def reviews(self, run_id: str) -> list[Review]:
@@ -125,7 +123,7 @@ class ServiceStore:
     def add_usage(self, run_id: str, **usage: int) -> None:
         from agentstate.services import runs
 
-        runs.add_usage(runs.get_run(run_id), **usage)
+        runs.add_usage(run_id, **usage)
 
     def keep_state(self, run_id: str, saved: str) -> None:
         from agentstate.services import context

@@ -1,33 +1,331 @@
-"""Runs on the ORM (to be written)."""
+"""Runs, usage and approvals on the ORM: a transaction per operation, the run's row first.
+
+Every change of a run locks its row (``SELECT ... FOR UPDATE``; SQLite's
+IMMEDIATE transactions serialize writers instead) before it reads or writes
+anything else of the run: usage, approval records, requests. So approve,
+reject, rebuild, request_approval and decide queue on that one row in one
+order, a request is filed under the records as they are, and the record or
+request a writer creates cannot be created by another meanwhile.
+"""
+
+from typing import Any
+
+from django.db.models.functions import Now
+
+from agentstate import events
+from agentstate.backends.base import Actor, Changed, Reach, Records
+from agentstate.exceptions import (
+    AlreadyDecided,
+    ApprovalRequestExpired,
+    ApprovalRequestNotFound,
+    RunExists,
+    RunNotFound,
+    UsageOverflow,
+)
+from agentstate.models import ApprovalCall, ApprovalRecord, ApprovalRequest, Event, Run
+from agentstate.records import (
+    APPROVE,
+    DECIDED_BY_RECORDS,
+    REJECT,
+    SIDES,
+    decide_from,
+    decided_always,
+    record_json,
+)
+
+# The largest total a usage column holds (a 64-bit integer).
+MAX_TOTAL = 2**63 - 1
+Status = ApprovalRequest.Status
 
 
 class RunOperations:
+    alias: str
+    atomic: Any
+    rows: Any
+
+    def _run(self, run_id: str, reach: Reach | None, *, lock: bool = False) -> Run:
+        runs = self.rows(Run).filter(run_id=run_id)
+        if reach is not None:
+            runs = runs.filter(created_by_id=reach.user_id)
+        if lock:
+            runs = runs.select_for_update()
+        run = runs.first()
+        if run is None:
+            raise RunNotFound.of(run_id=run_id)
+        return run
+
+    def _records(self, run: Run, tool_name: str | None = None) -> Records:
+        """The run's records map (only ``tool_name``'s, given one): one query."""
+        records = self.rows(ApprovalRecord).filter(run=run)
+        if tool_name is not None:
+            records = records.filter(tool_name=tool_name)
+        rows = records.order_by("tool_name", "calls__pk").values_list(
+            "tool_name", "approved_always", "rejected_always", "calls__decision", "calls__call_id"
+        )
+        found: dict[str, tuple[ApprovalRecord, list[tuple[str, str]]]] = {}
+        for tool, approved_always, rejected_always, decision, call_id in rows:
+            flags = ApprovalRecord(approved_always=approved_always, rejected_always=rejected_always)
+            _, calls = found.setdefault(tool, (flags, []))
+            if call_id is not None:
+                calls.append((decision, call_id))
+        return {tool: record_json(flags, calls) for tool, (flags, calls) in found.items()}
+
+    def _with_records(self, run: Run) -> Run:
+        run.approvals = self._records(run)
+        return run
+
     def create_run(self, run_id, context, created_by_id):
-        raise NotImplementedError
+        return self.atomic(self._create_run, run_id, context, created_by_id)
+
+    def _create_run(self, run_id, context, created_by_id):
+        # The id's absence is checked in the transaction that inserts, which
+        # SQLite's IMMEDIATE mode serializes against every other writer.
+        if self.rows(Run).filter(run_id=run_id).exists():
+            raise RunExists.of(run_id=run_id)
+        run = self.rows(Run).create(run_id=run_id, context=context, created_by_id=created_by_id)
+        run.approvals = {}
+        return run
 
     def run(self, run_id, reach):
-        raise NotImplementedError
+        return self.atomic(lambda: self._with_records(self._run(run_id, reach)))
 
     def update_run(self, run_id, context, reach):
-        raise NotImplementedError
+        return self.atomic(self._update_run, run_id, context, reach)
+
+    def _update_run(self, run_id, context, reach):
+        run = self._run(run_id, reach, lock=True)
+        run.context = context
+        run.save(using=self.alias, update_fields=["context", "updated_at"])
+        return self._with_records(run)
 
     def add_usage(self, run_id, increments, reach):
-        raise NotImplementedError
+        return self.atomic(self._add_usage, run_id, increments, reach)
+
+    def _add_usage(self, run_id, increments, reach):
+        run = self._run(run_id, reach, lock=True)
+        for name, value in increments.items():
+            if getattr(run, name) > MAX_TOTAL - value:
+                raise UsageOverflow.of(field=name)
+        for name, value in increments.items():
+            setattr(run, name, getattr(run, name) + value)
+        run.save(using=self.alias, update_fields=[*increments, "updated_at"])
+        return {name: getattr(run, name) for name in increments}
 
     def records(self, run_id, reach):
-        raise NotImplementedError
+        return self.atomic(lambda: self._records(self._run(run_id, reach)))
 
     def is_tool_approved(self, run_id, tool_name, call_id, reach):
-        raise NotImplementedError
+        return self.atomic(self._is_tool_approved, run_id, tool_name, call_id, reach)
+
+    def _is_tool_approved(self, run_id, tool_name, call_id, reach):
+        run = self._run(run_id, reach)
+        return decide_from(self._records(run, tool_name).get(tool_name), call_id)
 
     def record_decision(self, run_id, tool_name, call_id, approve, always, reason, reach, by):
-        raise NotImplementedError
+        return self.atomic(
+            self._record_decision, run_id, tool_name, call_id, approve, always, reason, reach, by
+        )
+
+    def _record_decision(self, run_id, tool_name, call_id, approve, always, reason, reach, by):
+        run = self._run(run_id, reach, lock=True)
+        event = self._write_decision(run, tool_name, call_id, approve, always, reason, by)
+        self.rows(Event).bulk_create([event])
+        return Changed(self._with_records(run), [event])
+
+    def _write_decision(
+        self,
+        run: Run,
+        tool_name: str,
+        call_id: str,
+        approve: bool,
+        always: bool,
+        reason: str,
+        by: Actor,
+    ) -> Event:
+        """Write the decision into the tool's record (the run's row locked by the
+        caller); returns its ``approvals.changed`` event, to save."""
+        decision = APPROVE if approve else REJECT
+        record = self.rows(ApprovalRecord).filter(run=run, tool_name=tool_name).first()
+        if record is None:  # the SDK's list form
+            record = ApprovalRecord(run=run, tool_name=tool_name)
+        record.updated_by_id = by.user_id
+        if always:
+            # approve always: {"approved": true, "rejected": []};
+            # reject always:  {"approved": false, "rejected": true}.
+            record.approved_always, record.rejected_always = (
+                (True, None) if approve else (False, True)
+            )
+        record.save(using=self.alias)
+        if always:
+            self.rows(ApprovalCall).filter(record=record).delete()
+        elif (record.approved_always if approve else record.rejected_always) is None:
+            # A permanent decision either way is not overridden per call.
+            self.rows(ApprovalCall).bulk_create(
+                [
+                    ApprovalCall(
+                        record=record,
+                        call_id=call_id,
+                        decision=decision,
+                        decided_by_id=by.user_id,
+                        reason=reason,
+                    )
+                ],
+                ignore_conflicts=True,  # decided so before: kept once
+            )
+        return events.new(
+            "approvals.changed",
+            Run,
+            run.run_id,
+            by,
+            created_by_id=run.created_by_id,
+            details={
+                "tool_name": tool_name,
+                "call_id": call_id,
+                "decision": decision,
+                "always": always,
+                "reason": reason,
+            },
+        )
 
     def rebuild_approvals(self, run_id, records, reach, by):
-        raise NotImplementedError
+        return self.atomic(self._rebuild_approvals, run_id, records, reach, by)
 
-    def request_approval(self, run_id, tool_name, call_id, arguments, reach, by):
-        raise NotImplementedError
+    def _rebuild_approvals(self, run_id, records, reach, by):
+        run = self._run(run_id, reach, lock=True)
+        self.rows(ApprovalRecord).filter(run=run).delete()
+        self.rows(ApprovalRecord).bulk_create(
+            ApprovalRecord(
+                run=run,
+                tool_name=tool_name,
+                approved_always=_flag(sides["approved"]),
+                rejected_always=_flag(sides["rejected"]),
+                updated_by_id=by.user_id,
+            )
+            for tool_name, sides in records.items()
+        )
+        by_tool = dict(self.rows(ApprovalRecord).filter(run=run).values_list("tool_name", "pk"))
+        self.rows(ApprovalCall).bulk_create(
+            ApprovalCall(
+                record_id=by_tool[tool_name],
+                call_id=call_id,
+                decision=SIDES[side],
+                decided_by_id=by.user_id,
+            )
+            for tool_name, sides in records.items()
+            for side in SIDES
+            if isinstance(sides[side], list)
+            for call_id in sides[side]
+        )
+        event = events.new(
+            "approvals.rebuilt",
+            Run,
+            run.run_id,
+            by,
+            created_by_id=run.created_by_id,
+            details={"tools": len(records)},
+        )
+        self.rows(Event).bulk_create([event])
+        return Changed(self._with_records(run), [event])
+
+    def request_approval(self, run_id, tool_name, call_id, arguments, approval_ttl, reach, by):
+        return self.atomic(
+            self._request_approval, run_id, tool_name, call_id, arguments, approval_ttl, reach, by
+        )
+
+    def _request_approval(self, run_id, tool_name, call_id, arguments, approval_ttl, reach, by):
+        run = self._run(run_id, reach, lock=True)
+        requests = self.rows(ApprovalRequest).with_current_status(approval_ttl)
+        existing = requests.filter(run=run, call_id=call_id).first()
+        if existing is not None:
+            existing.run = run
+            return Changed((existing, False), [])
+        request = ApprovalRequest(
+            run=run,
+            tool_name=tool_name,
+            call_id=call_id,
+            arguments=arguments,
+            created_by_id=by.user_id,
+        )
+        record = self._records(run, tool_name).get(tool_name)
+        decided = decide_from(record, call_id)
+        if decided is not None:
+            request.status = Status.APPROVED if decided else Status.REJECTED
+            request.always = decided_always(record)
+            request.decided_at = Now()
+            request.reason = DECIDED_BY_RECORDS
+        request.save(using=self.alias)
+        request = requests.get(pk=request.pk)  # the database's times and current status
+        request.run = run
+        event = events.new(
+            "approval.requested",
+            ApprovalRequest,
+            str(request.pk),
+            by,
+            created_by_id=request.created_by_id,
+            details={
+                "run_id": run.run_id,
+                "tool_name": tool_name,
+                "call_id": call_id,
+                "status": request.status,
+            },
+        )
+        self.rows(Event).bulk_create([event])
+        return Changed((request, True), [event])
 
     def decide(self, request_id, approve, always, reason, approval_ttl, by):
-        raise NotImplementedError
+        return self.atomic(self._decide, request_id, approve, always, reason, approval_ttl, by)
+
+    def _decide(self, request_id, approve, always, reason, approval_ttl, by):
+        requests = self.rows(ApprovalRequest)
+        run_pk = requests.filter(pk=request_id).values_list("run_id", flat=True).first()
+        # The run's row first, like every change of its records; then the request's.
+        run = (
+            None if run_pk is None else self.rows(Run).select_for_update().filter(pk=run_pk).first()
+        )
+        locked = (
+            requests.select_for_update()
+            .with_current_status(approval_ttl)
+            .filter(pk=request_id)
+            .first()
+        )
+        if run is None or locked is None:
+            raise ApprovalRequestNotFound.of(id=request_id)
+        if locked.current_status == Status.EXPIRED:
+            raise ApprovalRequestExpired.of()
+        if locked.status != Status.PENDING:
+            raise AlreadyDecided.of(status=locked.status, decided_by_id=locked.decided_by_id)
+        changed = self._write_decision(
+            run, locked.tool_name, locked.call_id, approve, always, reason, by
+        )
+        locked.status = Status.APPROVED if approve else Status.REJECTED
+        locked.always, locked.decided_by_id, locked.reason = always, by.user_id, reason
+        locked.decided_at = Now()
+        locked.save(
+            using=self.alias,
+            update_fields=["status", "always", "decided_by", "reason", "decided_at"],
+        )
+        locked.refresh_from_db(using=self.alias, fields=["decided_at"])
+        locked.current_status = str(locked.status)
+        locked.run = run
+        decided = events.new(
+            "approval.decided",
+            ApprovalRequest,
+            str(locked.pk),
+            by,
+            created_by_id=locked.created_by_id,
+            details={
+                "run_id": run.run_id,
+                "tool_name": locked.tool_name,
+                "call_id": locked.call_id,
+                "decision": APPROVE if approve else REJECT,
+                "always": always,
+                "reason": reason,
+            },
+        )
+        self.rows(Event).bulk_create([changed, decided])
+        return Changed(locked, [changed, decided])
+
+
+def _flag(side: bool | list[str]) -> bool | None:
+    """A side's permanent flag; ``None`` for the list form."""
+    return side if isinstance(side, bool) else None

@@ -1,33 +1,97 @@
-"""Runs on PostgreSQL (to be written)."""
+"""Runs, usage and approvals on PostgreSQL: ``sql/30_runs.sql``."""
+
+from typing import Any
+
+from agentstate.backends.base import Changed, Reach
+from agentstate.db import Json, from_json
+from agentstate.events import from_json as events_from_json
+from agentstate.models import ApprovalRequest, Run
+from agentstate.records import DECIDED_BY_RECORDS
+
+
+def _creator(reach: Reach | None) -> int | None:
+    """The reach as the functions take it: the creator whose runs it holds, or
+    ``None`` for every run."""
+    return None if reach is None else reach.user_id
 
 
 class RunOperations:
+    alias: str
+    call: Any
+
+    def _run(self, state: dict[str, Any]) -> Run:
+        run = from_json(Run, state["run"], self.alias)
+        run.approvals = dict(state["records"])
+        return run
+
+    def _request(self, result: dict[str, Any]) -> ApprovalRequest:
+        request = from_json(ApprovalRequest, result["request"], self.alias)
+        request.run = from_json(Run, result["run"], self.alias)
+        return request
+
     def create_run(self, run_id, context, created_by_id):
-        raise NotImplementedError
+        return self._run(self.call("create_run", run_id, Json(context), created_by_id))
 
     def run(self, run_id, reach):
-        raise NotImplementedError
+        return self._run(self.call("get_run", run_id, _creator(reach)))
 
     def update_run(self, run_id, context, reach):
-        raise NotImplementedError
+        return self._run(self.call("update_run", run_id, Json(context), _creator(reach)))
 
     def add_usage(self, run_id, increments, reach):
-        raise NotImplementedError
+        counters = [increments[name] for name in Run.USAGE_FIELDS]
+        totals = self.call("add_usage", run_id, *counters, _creator(reach))
+        return {name: totals[name] for name in Run.USAGE_FIELDS}
 
     def records(self, run_id, reach):
-        raise NotImplementedError
+        return dict(self.call("records", run_id, _creator(reach)))
 
     def is_tool_approved(self, run_id, tool_name, call_id, reach):
-        raise NotImplementedError
+        return self.call("is_tool_approved", run_id, tool_name, call_id, _creator(reach))[
+            "approved"
+        ]
 
     def record_decision(self, run_id, tool_name, call_id, approve, always, reason, reach, by):
-        raise NotImplementedError
+        result = self.call(
+            "record_decision",
+            run_id,
+            tool_name,
+            call_id,
+            approve,
+            always,
+            reason,
+            _creator(reach),
+            by.user_id,
+            by.name,
+        )
+        return Changed(self._run(result), events_from_json(result["events"], self.alias))
 
     def rebuild_approvals(self, run_id, records, reach, by):
-        raise NotImplementedError
+        result = self.call(
+            "rebuild_approvals", run_id, Json(records), _creator(reach), by.user_id, by.name
+        )
+        return Changed(self._run(result), events_from_json(result["events"], self.alias))
 
-    def request_approval(self, run_id, tool_name, call_id, arguments, reach, by):
-        raise NotImplementedError
+    def request_approval(self, run_id, tool_name, call_id, arguments, approval_ttl, reach, by):
+        result = self.call(
+            "request_approval",
+            run_id,
+            tool_name,
+            call_id,
+            None if arguments is None else Json(arguments),
+            DECIDED_BY_RECORDS,
+            approval_ttl,
+            _creator(reach),
+            by.user_id,
+            by.name,
+        )
+        return Changed(
+            (self._request(result), result["created"]),
+            events_from_json(result["events"], self.alias),
+        )
 
     def decide(self, request_id, approve, always, reason, approval_ttl, by):
-        raise NotImplementedError
+        result = self.call(
+            "decide", request_id, approve, always, reason, approval_ttl, by.user_id, by.name
+        )
+        return Changed(self._request(result), events_from_json(result["events"], self.alias))

@@ -1,0 +1,365 @@
+-- Runs, usage, approval records and approval requests.
+--
+-- A run is named by its run_id, within the caller's reach: p_reach is the
+-- id of the user whose runs the call may touch (their creator), NULL for
+-- every run; a run outside it is refused exactly like a missing one.
+-- Every change of a run locks the run's row first (FOR UPDATE), before it
+-- reads or writes anything else of the run: approve, reject, rebuild,
+-- request_approval and decide queue on that row in one order, so none
+-- deadlocks another, and a request is filed under the records as they are.
+-- Times are statement_timestamp(), Django's Now(), so that the ORM's
+-- listings agree with these functions about what has expired.
+--
+-- A run answers as {"run": its row, "records": [[tool_name, record], ...]}
+-- by tool name, each record in the Agents SDK's form
+-- {"approved": true | false | [call ids], "rejected": ...}: a boolean side
+-- is approved_always / rejected_always, a NULL one the call ids of its
+-- decision in agentstate_approvalcall, in the order they were decided.
+
+-- The run within reach, or a refusal.
+CREATE FUNCTION agentstate_reached_run(p_run_id text, p_reach bigint) RETURNS agentstate_run
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    found_run agentstate_run;
+BEGIN
+    SELECT * INTO found_run FROM agentstate_run
+    WHERE run_id = p_run_id AND (p_reach IS NULL OR created_by_id = p_reach);
+    IF NOT FOUND THEN
+        PERFORM agentstate_refuse('RunNotFound', jsonb_build_object('run_id', p_run_id));
+    END IF;
+    RETURN found_run;
+END $$;
+
+-- The run within reach, its row locked: the first lock of every change to it.
+CREATE FUNCTION agentstate_locked_run(p_run_id text, p_reach bigint) RETURNS agentstate_run
+LANGUAGE plpgsql AS $$
+DECLARE
+    found_run agentstate_run;
+BEGIN
+    SELECT * INTO found_run FROM agentstate_run
+    WHERE run_id = p_run_id AND (p_reach IS NULL OR created_by_id = p_reach) FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM agentstate_refuse('RunNotFound', jsonb_build_object('run_id', p_run_id));
+    END IF;
+    RETURN found_run;
+END $$;
+
+-- One side of a record: its flag, or the call ids decided so, in order.
+CREATE FUNCTION agentstate_side(p_record bigint, p_flag boolean, p_decision text) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(to_jsonb(p_flag), (
+        SELECT coalesce(jsonb_agg(c.call_id ORDER BY c.id), '[]') FROM agentstate_approvalcall c
+        WHERE c.record_id = p_record AND c.decision = p_decision))
+$$;
+
+-- The run's records, [[tool_name, record], ...] by tool name.
+CREATE FUNCTION agentstate_records_of(p_run bigint) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_array(r.tool_name, jsonb_build_object(
+               'approved', agentstate_side(r.id, r.approved_always, 'approve'),
+               'rejected', agentstate_side(r.id, r.rejected_always, 'reject')))
+           ORDER BY r.tool_name), '[]')
+    FROM agentstate_approvalrecord r WHERE r.run_id = p_run
+$$;
+
+CREATE FUNCTION agentstate_run_state(p_run agentstate_run) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('run', to_jsonb(p_run), 'records', agentstate_records_of(p_run.id))
+$$;
+
+-- The SDK's precedence over the tool's record: permanent approval, then
+-- permanent rejection, then the call approved, then rejected; else NULL.
+CREATE FUNCTION agentstate_decision(p_run bigint, p_tool text, p_call text) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT CASE
+        WHEN r.approved_always THEN true
+        WHEN r.rejected_always THEN false
+        WHEN r.approved_always IS NULL AND EXISTS (
+            SELECT FROM agentstate_approvalcall c
+            WHERE c.record_id = r.id AND c.decision = 'approve' AND c.call_id = p_call) THEN true
+        WHEN r.rejected_always IS NULL AND EXISTS (
+            SELECT FROM agentstate_approvalcall c
+            WHERE c.record_id = r.id AND c.decision = 'reject' AND c.call_id = p_call) THEN false
+    END
+    FROM agentstate_approvalrecord r WHERE r.run_id = p_run AND r.tool_name = p_tool
+$$;
+
+-- The id is taken (also by a concurrent creator, whose commit the insert
+-- waits for): RunExists.
+CREATE FUNCTION agentstate_create_run(p_run_id text, p_context jsonb, p_created_by bigint)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    made agentstate_run;
+BEGIN
+    INSERT INTO agentstate_run
+        (run_id, context, requests, input_tokens, output_tokens, total_tokens, cached_tokens,
+         reasoning_tokens, created_at, updated_at, created_by_id)
+    VALUES (p_run_id, p_context, 0, 0, 0, 0, 0, 0, statement_timestamp(), statement_timestamp(),
+            p_created_by)
+    ON CONFLICT (run_id) DO NOTHING
+    RETURNING * INTO made;
+    IF made.id IS NULL THEN
+        RETURN agentstate_refuse('RunExists', jsonb_build_object('run_id', p_run_id));
+    END IF;
+    RETURN jsonb_build_object('run', to_jsonb(made), 'records', '[]'::jsonb);
+END $$;
+
+CREATE FUNCTION agentstate_get_run(p_run_id text, p_reach bigint) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT agentstate_run_state(agentstate_reached_run(p_run_id, p_reach))
+$$;
+
+CREATE FUNCTION agentstate_update_run(p_run_id text, p_context jsonb, p_reach bigint)
+RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    changed agentstate_run;
+BEGIN
+    UPDATE agentstate_run SET context = p_context, updated_at = statement_timestamp()
+    WHERE run_id = p_run_id AND (p_reach IS NULL OR created_by_id = p_reach)
+    RETURNING * INTO changed;
+    IF NOT FOUND THEN
+        RETURN agentstate_refuse('RunNotFound', jsonb_build_object('run_id', p_run_id));
+    END IF;
+    RETURN agentstate_run_state(changed);
+END $$;
+
+-- Adds under the run's row lock, so no concurrent addition is lost; a total
+-- past the column (a bigint) refuses naming the first such counter, before
+-- anything is added.
+CREATE FUNCTION agentstate_add_usage(
+    p_run_id text, p_requests bigint, p_input bigint, p_output bigint, p_total bigint,
+    p_cached bigint, p_reasoning bigint, p_reach bigint
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    top constant bigint := 9223372036854775807;
+    rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    over text;
+BEGIN
+    SELECT counter.name INTO over
+    FROM (VALUES (1, 'requests', rn.requests, p_requests),
+                 (2, 'input_tokens', rn.input_tokens, p_input),
+                 (3, 'output_tokens', rn.output_tokens, p_output),
+                 (4, 'total_tokens', rn.total_tokens, p_total),
+                 (5, 'cached_tokens', rn.cached_tokens, p_cached),
+                 (6, 'reasoning_tokens', rn.reasoning_tokens, p_reasoning))
+         AS counter (n, name, held, added)
+    WHERE counter.held > top - counter.added
+    ORDER BY counter.n LIMIT 1;
+    IF over IS NOT NULL THEN
+        RETURN agentstate_refuse('UsageOverflow', jsonb_build_object('field', over));
+    END IF;
+    UPDATE agentstate_run
+    SET requests = rn.requests + p_requests, input_tokens = rn.input_tokens + p_input,
+        output_tokens = rn.output_tokens + p_output, total_tokens = rn.total_tokens + p_total,
+        cached_tokens = rn.cached_tokens + p_cached,
+        reasoning_tokens = rn.reasoning_tokens + p_reasoning, updated_at = statement_timestamp()
+    WHERE id = rn.id;
+    RETURN jsonb_build_object(
+        'requests', rn.requests + p_requests, 'input_tokens', rn.input_tokens + p_input,
+        'output_tokens', rn.output_tokens + p_output, 'total_tokens', rn.total_tokens + p_total,
+        'cached_tokens', rn.cached_tokens + p_cached,
+        'reasoning_tokens', rn.reasoning_tokens + p_reasoning);
+END $$;
+
+CREATE FUNCTION agentstate_records(p_run_id text, p_reach bigint) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT agentstate_records_of((agentstate_reached_run(p_run_id, p_reach)).id)
+$$;
+
+CREATE FUNCTION agentstate_is_tool_approved(
+    p_run_id text, p_tool text, p_call text, p_reach bigint
+) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('approved', agentstate_decision(
+        (agentstate_reached_run(p_run_id, p_reach)).id, p_tool, p_call))
+$$;
+
+-- Write a decision into the tool's record (the caller holds the run's row
+-- lock); answers its approvals.changed event. Always: {"approved": true,
+-- "rejected": []} or {"approved": false, "rejected": true}, the call ids
+-- dropped; else the call id is added to its side when that side is a list
+-- (a permanent decision either way is not overridden per call).
+CREATE FUNCTION agentstate_write_decision(
+    p_run agentstate_run, p_tool text, p_call text, p_approve boolean, p_always boolean,
+    p_reason text, p_user bigint, p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    verdict text := CASE WHEN p_approve THEN 'approve' ELSE 'reject' END;
+    rec record;
+BEGIN
+    INSERT INTO agentstate_approvalrecord
+        (run_id, tool_name, approved_always, rejected_always, updated_at, updated_by_id)
+    VALUES (p_run.id, p_tool,
+            CASE WHEN p_always THEN p_approve END,
+            CASE WHEN p_always AND NOT p_approve THEN true END,
+            statement_timestamp(), p_user)
+    ON CONFLICT (run_id, tool_name) DO UPDATE SET
+        approved_always = CASE WHEN p_always THEN excluded.approved_always
+                               ELSE agentstate_approvalrecord.approved_always END,
+        rejected_always = CASE WHEN p_always THEN excluded.rejected_always
+                               ELSE agentstate_approvalrecord.rejected_always END,
+        updated_at = excluded.updated_at, updated_by_id = excluded.updated_by_id
+    RETURNING id, approved_always, rejected_always INTO rec;
+    IF p_always THEN
+        DELETE FROM agentstate_approvalcall WHERE record_id = rec.id;
+    ELSIF (CASE WHEN p_approve THEN rec.approved_always ELSE rec.rejected_always END) IS NULL THEN
+        INSERT INTO agentstate_approvalcall
+            (record_id, call_id, decision, decided_by_id, reason, created_at)
+        VALUES (rec.id, p_call, verdict, p_user, p_reason, statement_timestamp())
+        ON CONFLICT (record_id, decision, call_id) DO NOTHING;
+    END IF;
+    RETURN agentstate_record('approvals.changed', 'run', p_run.run_id, p_user, p_actor,
+        p_run.created_by_id, '', jsonb_build_object(
+            'tool_name', p_tool, 'call_id', p_call, 'decision', verdict, 'always', p_always,
+            'reason', p_reason));
+END $$;
+
+CREATE FUNCTION agentstate_record_decision(
+    p_run_id text, p_tool text, p_call text, p_approve boolean, p_always boolean, p_reason text,
+    p_reach bigint, p_user bigint, p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    changed jsonb := agentstate_write_decision(
+        rn, p_tool, p_call, p_approve, p_always, p_reason, p_user, p_actor);
+BEGIN
+    RETURN agentstate_run_state(rn) || jsonb_build_object('events', jsonb_build_array(changed));
+END $$;
+
+-- p_records: a checked map in the SDK's form, every side given.
+CREATE FUNCTION agentstate_rebuild_approvals(
+    p_run_id text, p_records jsonb, p_reach bigint, p_user bigint, p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    rebuilt jsonb;
+BEGIN
+    DELETE FROM agentstate_approvalcall c USING agentstate_approvalrecord r
+    WHERE c.record_id = r.id AND r.run_id = rn.id;
+    DELETE FROM agentstate_approvalrecord WHERE run_id = rn.id;
+    INSERT INTO agentstate_approvalrecord
+        (run_id, tool_name, approved_always, rejected_always, updated_at, updated_by_id)
+    SELECT rn.id, tool.key,
+           CASE WHEN jsonb_typeof(tool.value -> 'approved') = 'boolean'
+                THEN (tool.value -> 'approved')::boolean END,
+           CASE WHEN jsonb_typeof(tool.value -> 'rejected') = 'boolean'
+                THEN (tool.value -> 'rejected')::boolean END,
+           statement_timestamp(), p_user
+    FROM jsonb_each(p_records) AS tool;
+    INSERT INTO agentstate_approvalcall
+        (record_id, call_id, decision, decided_by_id, reason, created_at)
+    SELECT r.id, listed.call_id, side.verdict, p_user, '', statement_timestamp()
+    FROM jsonb_each(p_records) AS tool
+    JOIN agentstate_approvalrecord r ON r.run_id = rn.id AND r.tool_name = tool.key
+    CROSS JOIN (VALUES (1, 'approved', 'approve'), (2, 'rejected', 'reject'))
+        AS side (n, name, verdict)
+    CROSS JOIN LATERAL jsonb_array_elements_text(
+        CASE WHEN jsonb_typeof(tool.value -> side.name) = 'array'
+             THEN tool.value -> side.name ELSE '[]' END) WITH ORDINALITY AS listed (call_id, i)
+    ORDER BY tool.key, side.n, listed.i;
+    rebuilt := agentstate_record('approvals.rebuilt', 'run', rn.run_id, p_user, p_actor,
+        rn.created_by_id, '', jsonb_build_object('tools', (SELECT count(*) FROM jsonb_object_keys(p_records))));
+    RETURN agentstate_run_state(rn) || jsonb_build_object('events', jsonb_build_array(rebuilt));
+END $$;
+
+-- A request's status as listings show it: pending past the TTL is expired.
+CREATE FUNCTION agentstate_current_status(p_status text, p_created_at timestamptz, p_ttl interval)
+RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN p_status = 'pending' AND p_created_at <= statement_timestamp() - p_ttl
+                THEN 'expired' ELSE p_status END
+$$;
+
+-- The run's request for p_call, filed now unless one exists (answered as it
+-- is, no event); filed already decided when the run's records decide the
+-- call (p_decided_reason, no decider).
+CREATE FUNCTION agentstate_request_approval(
+    p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_decided_reason text,
+    p_ttl interval, p_reach bigint, p_user bigint, p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    req agentstate_approvalrequest;
+    decided boolean;
+    permanent boolean;
+    requested jsonb;
+BEGIN
+    SELECT * INTO req FROM agentstate_approvalrequest WHERE run_id = rn.id AND call_id = p_call;
+    IF FOUND THEN
+        RETURN jsonb_build_object(
+            'request', to_jsonb(req) || jsonb_build_object('current_status',
+                agentstate_current_status(req.status, req.created_at, p_ttl)),
+            'run', to_jsonb(rn), 'created', false, 'events', '[]'::jsonb);
+    END IF;
+    decided := agentstate_decision(rn.id, p_tool, p_call);
+    SELECT r.approved_always IS TRUE OR r.rejected_always IS TRUE INTO permanent
+    FROM agentstate_approvalrecord r WHERE r.run_id = rn.id AND r.tool_name = p_tool;
+    INSERT INTO agentstate_approvalrequest
+        (run_id, tool_name, call_id, arguments, status, always, created_by_id, decided_at,
+         reason, created_at)
+    VALUES (rn.id, p_tool, p_call, p_arguments,
+            CASE decided WHEN true THEN 'approved' WHEN false THEN 'rejected' ELSE 'pending' END,
+            decided IS NOT NULL AND permanent, p_user,
+            CASE WHEN decided IS NOT NULL THEN statement_timestamp() END,
+            CASE WHEN decided IS NOT NULL THEN p_decided_reason ELSE '' END,
+            statement_timestamp())
+    RETURNING * INTO req;
+    requested := agentstate_record('approval.requested', 'approvalrequest', req.id::text, p_user,
+        p_actor, req.created_by_id, '', jsonb_build_object(
+            'run_id', rn.run_id, 'tool_name', p_tool, 'call_id', p_call, 'status', req.status));
+    RETURN jsonb_build_object(
+        'request', to_jsonb(req) || jsonb_build_object('current_status',
+            agentstate_current_status(req.status, req.created_at, p_ttl)),
+        'run', to_jsonb(rn), 'created', true, 'events', jsonb_build_array(requested));
+END $$;
+
+-- Decide a pending request exactly once: the run's row locked first, then
+-- the request's, whose status is then read as it is (a racing decision
+-- committed meanwhile is seen: AlreadyDecided).
+CREATE FUNCTION agentstate_decide(
+    p_id bigint, p_approve boolean, p_always boolean, p_reason text, p_ttl interval,
+    p_user bigint, p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    rn agentstate_run;
+    req agentstate_approvalrequest;
+    changed jsonb;
+    decided jsonb;
+BEGIN
+    SELECT r.* INTO rn FROM agentstate_run r
+    WHERE r.id = (SELECT q.run_id FROM agentstate_approvalrequest q WHERE q.id = p_id) FOR UPDATE;
+    SELECT * INTO req FROM agentstate_approvalrequest WHERE id = p_id FOR UPDATE;
+    IF rn.id IS NULL OR req.id IS NULL THEN
+        RETURN agentstate_refuse('ApprovalRequestNotFound', jsonb_build_object('id', p_id));
+    END IF;
+    IF agentstate_current_status(req.status, req.created_at, p_ttl) = 'expired' THEN
+        RETURN agentstate_refuse('ApprovalRequestExpired', '{}');
+    END IF;
+    IF req.status <> 'pending' THEN
+        RETURN agentstate_refuse('AlreadyDecided', jsonb_build_object(
+            'status', req.status, 'decided_by_id', req.decided_by_id));
+    END IF;
+    changed := agentstate_write_decision(
+        rn, req.tool_name, req.call_id, p_approve, p_always, p_reason, p_user, p_actor);
+    UPDATE agentstate_approvalrequest
+    SET status = CASE WHEN p_approve THEN 'approved' ELSE 'rejected' END, always = p_always,
+        decided_by_id = p_user, reason = p_reason, decided_at = statement_timestamp()
+    WHERE id = req.id
+    RETURNING * INTO req;
+    decided := agentstate_record('approval.decided', 'approvalrequest', req.id::text, p_user,
+        p_actor, req.created_by_id, '', jsonb_build_object(
+            'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id,
+            'decision', CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
+            'always', p_always, 'reason', p_reason));
+    RETURN jsonb_build_object(
+        'request', to_jsonb(req) || jsonb_build_object('current_status', req.status),
+        'run', to_jsonb(rn), 'events', jsonb_build_array(changed, decided));
+END $$;

@@ -1,0 +1,122 @@
+"""On PostgreSQL every operation on runs, usage, approvals and the review queue is
+one round trip, through the Python API and over REST.
+
+In autocommit (``transaction=True``), so that no savepoint around the call is
+counted: what is counted is what a request pays.
+"""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from agentstate.exceptions import AlreadyDecided, RunExists, RunNotFound, UsageOverflow
+from agentstate.models import ApprovalRequest, Run
+from agentstate.services import approvals, runs
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only]
+
+
+@pytest.fixture
+def run(alice) -> Run:
+    made = runs.create_run("run-1", {"ticket": 1}, user=alice)
+    runs.approve(made, "mail", "c0", user=alice)
+    return made
+
+
+@pytest.fixture
+def reviewer(make_user):
+    return make_user("reviewer", "agentstate.decide_approvalrequest")
+
+
+def one_query(operation, *args, **kwargs):
+    with CaptureQueriesContext(connection) as queries:
+        result = operation(*args, **kwargs)
+    assert len(queries) == 1, [q["sql"] for q in queries]
+    return result
+
+
+def test_each_python_operation_is_one_call(run, alice, reviewer):
+    one_query(runs.create_run, "run-2", {"x": 1}, user=alice)
+    assert one_query(runs.get_run, "run-1").approvals == runs.records("run-1")
+    assert one_query(runs.to_json, run)["context"] == {"ticket": 1}
+    assert one_query(runs.update_run, run, {"ticket": 2}).context == {"ticket": 2}
+    assert one_query(runs.add_usage, run, input_tokens=3)["total_tokens"] == 3
+    assert one_query(runs.records, run) == {"mail": {"approved": ["c0"], "rejected": []}}
+    assert one_query(runs.is_tool_approved, run, "mail", "c0") is True
+    one_query(runs.approve, run, "mail", "c1", user=alice)
+    one_query(runs.reject, run, "mail", "c2", always=True, user=alice)
+    one_query(runs.rebuild_approvals, run, {"mail": {"approved": ["c1"]}}, user=alice)
+    request, created = one_query(approvals.ensure_request, run, "mail", "c3", {"to": "bob"})
+    assert created and request.current_status == "pending"
+    assert one_query(approvals.ensure_request, run, "mail", "c3")[1] is False
+    decided = one_query(approvals.decide, request.pk, "approve", by=reviewer)
+    assert (decided.status, decided.run.run_id, decided.decided_by) == (
+        "approved",
+        "run-1",
+        reviewer,
+    )
+
+
+def test_refusals_are_one_call_too(run, reviewer):
+    with pytest.raises(RunExists):
+        one_query(runs.create_run, "run-1")
+    with pytest.raises(RunNotFound):
+        one_query(runs.approve, "nope", "mail", "c1")
+    Run.objects.filter(pk=run.pk).update(requests=2**63 - 1)
+    with pytest.raises(UsageOverflow):
+        one_query(runs.add_usage, run)
+    request = approvals.request_approval(run, "mail", "c1")
+    approvals.decide(request, "approve")  # no decider to name
+    with pytest.raises(AlreadyDecided):
+        one_query(approvals.decide, request.pk, "reject", by=reviewer)
+
+
+@pytest.fixture
+def owner_api(api_for, alice):
+    """alice's client, her permissions read once (as a token's user brings them)."""
+    alice.has_perm("agentstate.view_run")
+    return api_for(alice)
+
+
+@pytest.mark.parametrize(
+    "method,path,body,expected",
+    [
+        ("get", "/api/runs/run-1/", None, 200),
+        ("patch", "/api/runs/run-1/", {"context": [1]}, 200),
+        ("patch", "/api/runs/run-1/", {}, 200),
+        ("post", "/api/runs/run-1/usage/", {"input_tokens": 2}, 200),
+        ("get", "/api/runs/run-1/approvals/", None, 200),
+        ("get", "/api/runs/run-1/approvals/?tool_name=mail&call_id=c0", None, 200),
+        ("post", "/api/runs/run-1/approvals/approve/", {"tool_name": "m", "call_id": "c"}, 200),
+        ("post", "/api/runs/run-1/approvals/reject/", {"tool_name": "m", "call_id": "c"}, 200),
+        ("put", "/api/runs/run-1/approvals/", {"m": {"approved": True}}, 200),
+        ("post", "/api/runs/run-1/approval-requests/", {"tool_name": "m", "call_id": "c"}, 201),
+        ("post", "/api/runs/", {"run_id": "run-2"}, 201),
+        ("get", "/api/runs/nope/", None, 404),
+    ],
+)
+def test_each_run_endpoint_is_one_query(run, owner_api, method, path, body, expected):
+    kwargs = {} if body is None else {"data": body, "format": "json"}
+    with CaptureQueriesContext(connection) as queries:
+        response = getattr(owner_api, method)(path, **kwargs)
+    assert response.status_code == expected, response.content
+    assert len(queries) == 1, [q["sql"] for q in queries]
+
+
+def test_filing_again_and_deciding_over_rest_are_one_query(run, owner_api, api_for, reviewer):
+    body = {"tool_name": "mail", "call_id": "c1"}
+    filed = owner_api.post("/api/runs/run-1/approval-requests/", body, format="json").json()
+    with CaptureQueriesContext(connection) as queries:
+        again = owner_api.post("/api/runs/run-1/approval-requests/", body, format="json")
+    assert again.status_code == 200 and again.json() == filed and len(queries) == 1
+    reviewing = api_for(reviewer)
+    reviewer.has_perm("agentstate.decide_approvalrequest")
+    with CaptureQueriesContext(connection) as queries:
+        decided = reviewing.post(
+            f"/api/approval-requests/{filed['id']}/decide/", {"decision": "reject"}, format="json"
+        )
+    assert decided.status_code == 200 and len(queries) == 1, [q["sql"] for q in queries]
+    stored = approvals.with_current_status(ApprovalRequest.objects.select_related("run"))
+    assert decided.json()["decided_at"] is not None
+    assert (decided.json()["status"], decided.json()["decided_by"]) == ("rejected", "reviewer")
+    assert stored.get().current_status == "rejected"
