@@ -2,20 +2,16 @@
 
 import functools
 import json
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
 from django.db import (
-    IntegrityError,
     OperationalError,
-    connection,
     connections,
     models,
     transaction,
 )
 from django.db.models import DEFERRED
-from django.db.models.sql import Query
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -127,135 +123,3 @@ def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
 @functools.cache
 def _columns(model: type[models.Model]) -> dict[str, models.Field]:
     return {field.column: field for field in model._meta.concrete_fields}
-
-
-def _is_transient(error: Exception) -> bool:
-    """A deadlock, a serialization failure or a row removed under us."""
-    if isinstance(error, IntegrityError):
-        return True
-    cause = getattr(error, "__cause__", None)
-    sqlstate = getattr(cause, "sqlstate", None)
-    return sqlstate in {"40001", "40P01"}
-
-
-def atomic_retry(func: Callable[P, R]) -> Callable[P, R]:
-    """Run ``func`` in one transaction, retried when it lost a race.
-
-    Inside an enclosing transaction there is nothing to retry (the caller's
-    transaction is already broken), so the error goes up unchanged; the
-    function still runs in a savepoint, so a refusal raised halfway leaves
-    none of its writes in the caller's transaction.
-    """
-
-    @functools.wraps(func)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        if connection.in_atomic_block:
-            with transaction.atomic():
-                return func(*args, **kwargs)
-        for attempt in range(ATTEMPTS):
-            try:
-                with transaction.atomic():
-                    return func(*args, **kwargs)
-            except (IntegrityError, OperationalError) as error:
-                if attempt == ATTEMPTS - 1 or not _is_transient(error):
-                    raise
-        raise AssertionError("unreachable")
-
-    return wrapper
-
-
-def in_postgresql_autocommit() -> bool:
-    """Whether a statement here is its own transaction on PostgreSQL: where a
-    one-statement path may stand in for a transaction, and an error in it
-    (a path that undoes itself) breaks no enclosing transaction."""
-    return connection.vendor == "postgresql" and not connection.in_atomic_block
-
-
-@contextmanager
-def snapshot() -> Iterator[None]:
-    """A read-only transaction whose queries all see one state.
-
-    PostgreSQL: REPEATABLE READ for this transaction (no locks taken). SQLite:
-    the transaction itself serializes against writers.
-    """
-    outermost = not connection.in_atomic_block
-    with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        yield
-
-
-def returned(
-    model: type[M], sql: str, params: list[Any], extra: models.Field | None = None
-) -> list[M]:
-    """The ``model`` rows a raw statement returns (``RETURNING *``, say).
-
-    What ``Model.objects.raw`` does, without its per-call planning: each
-    column of the model becomes its field's value through the field's and the
-    backend's converters; any other column becomes an attribute of that name,
-    converted as ``extra``'s values are when given.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        names = [column[0] for column in cursor.description]
-        rows = cursor.fetchall()
-    converters = _converters(model, connection.alias)
-    extra_expression, extra_convert = (
-        (None, ()) if extra is None else _field_converters(extra, connection.alias)
-    )
-    instances = []
-    for row in rows:
-        values, extras = {}, {}
-        for name, value in zip(names, row, strict=True):
-            if name not in converters:
-                for converter in extra_convert:
-                    value = converter(value, extra_expression, connection)
-                extras[name] = value
-                continue
-            attname, expression, convert = converters[name]
-            for converter in convert:
-                value = converter(value, expression, connection)
-            values[attname] = value
-        instance = model.from_db(
-            connection.alias,
-            list(values),
-            [values.get(f.attname, DEFERRED) for f in model._meta.concrete_fields],
-        )
-        instance.__dict__.update(extras)
-        instances.append(instance)
-    return instances
-
-
-@functools.cache
-def _converters(model: type[models.Model], alias: str) -> dict[str, tuple[str, Any, list]]:
-    """Per column of ``model``: its attname, its expression and its converters."""
-    return {
-        field.column: (field.attname, *_field_converters(field, alias))
-        for field in model._meta.concrete_fields
-    }
-
-
-@functools.cache
-def _field_converters(field: models.Field, alias: str) -> tuple[Any, list]:
-    """A field's column expression and the converters its database values go through."""
-    expression = field.get_col(field.model._meta.db_table)
-    backend = connections[alias].ops.get_db_converters(expression)
-    return expression, [*backend, *field.get_db_converters(connections[alias])]
-
-
-def prepared(model: type[models.Model], values: dict[str, Any]) -> tuple[list[str], list[Any]]:
-    """The columns of ``values`` (keyed by ``model``'s field names or attnames) and
-    the values as the database takes them, for a raw INSERT or UPDATE."""
-    fields = [model._meta.get_field(name) for name in values]
-    return [f.column for f in fields], [
-        f.get_db_prep_save(value, connection)
-        for f, value in zip(fields, values.values(), strict=True)
-    ]
-
-
-def sql_of(expression: Any, model: type[models.Model]) -> tuple[str, list[Any]]:
-    """A database expression (the clock, an expiry) as SQL and params for a raw
-    statement on ``model``'s table."""
-    query = Query(model)
-    return query.get_compiler(connection=connection).compile(expression.resolve_expression(query))

@@ -435,7 +435,7 @@ def stranger(django_user_model):
 
 def test_every_endpoint_has_an_access_case():
     """An endpoint added to the API must be added to ``CASES`` (or to the exceptions here)."""
-    covered = {(case.method, case.path) for case in CASES} | {("post", DECIDE)}
+    covered = {(case.method, case.path) for case in CASES} | {("post", DECIDE), *WEBHOOK_OPS}
     public = {"/api/schema/", "/api/docs/"}
     missing = [
         op.id
@@ -631,3 +631,36 @@ def test_creating_a_run_under_another_users_id_is_409_and_changes_nothing(alice,
     assert response.status_code == 409 and response.json()["code"] == "run_exists"
     assert SECRET not in response.content.decode()
     assert owned_by(alice) == before
+
+
+# Webhooks belong to the site, not to a user: every endpoint takes agentstate.change_webhook.
+WEBHOOK_OPS = {
+    ("get", "/api/webhooks/"),
+    ("post", "/api/webhooks/"),
+    ("delete", "/api/webhooks/{id}/"),
+    ("get", "/api/webhooks/{id}/deliveries/"),
+}
+
+
+@pytest.mark.parametrize("method, path", sorted(WEBHOOK_OPS))
+def test_every_webhook_endpoint_takes_change_webhook(
+    method, path, alice, django_user_model, settings
+):
+    from agentstate.models import Webhook
+    from agentstate.services import webhooks
+
+    settings.AGENTSTATE = {"WEBHOOK_ALLOW_PRIVATE": True}
+    hook = webhooks.create_webhook("http://127.0.0.1:9/hook")
+    body = {"url": "http://127.0.0.1:9/other"} if method == "post" else {}
+    url = fill_path(path, {"id": hook.pk})
+    for person, status in (
+        (user(django_user_model, "stranger"), 403),
+        (user(django_user_model, "manager", "change_webhook"), None),
+    ):
+        response = getattr(client(person), method)(url, body, format="json")
+        if status == 403:
+            assert response.status_code == 403, response.content
+            assert response.json()["code"] == "permission_denied"
+            assert list(Webhook.objects.values_list("pk", flat=True)) == [hook.pk]
+        else:
+            assert response.status_code in (200, 201, 204), response.content

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agentstate import events
+from agentstate.backends import Actor
 from agentstate.models import Event, PausedRun, Run
 
 pytestmark = pytest.mark.django_db
@@ -24,9 +25,22 @@ def make_pause(chat_id: str, created_by=None, owner: str = "") -> PausedRun:
     )
 
 
+def record(kind: str, model, object_id: str, user=None, actor=None, **fields) -> Event:
+    """An event saved as the backends save them, in the caller's transaction."""
+    (event,) = events.save(
+        "default", [events.new(kind, model, object_id, Actor.of(user, actor), **fields)]
+    )
+    return event
+
+
 def record_pause(kind: str, pause: PausedRun, user=None) -> Event:
-    return events.record(
-        kind, pause, object_id=f"{pause.chat_id}/{pause.tool_call_id}", user=user, owner=pause.owner
+    return record(
+        kind,
+        PausedRun,
+        f"{pause.chat_id}/{pause.tool_call_id}",
+        user,
+        created_by_id=pause.created_by_id,
+        owner=pause.owner,
     )
 
 
@@ -58,16 +72,17 @@ def test_record_in_a_rolled_back_transaction_leaves_no_event(alice):
 
 
 def test_explicit_actor_wins_over_the_user(alice):
-    event = events.record(
-        "pause.claimed", make_pause("c1", alice), object_id="c1/call", user=alice, actor="agent-7"
-    )
+    event = record("pause.claimed", PausedRun, "c1/call", alice, "agent-7")
     assert event.actor == "agent-7" and event.user == alice
 
 
-def test_record_many_appends_one_event_per_row(alice):
-    rows = [dict(object_id=f"c{i}/call", actor="sweeper", owner="alice") for i in range(3)]
-    created = events.record_many("pause.expired", PausedRun, rows)
-    assert len(created) == 3
+def test_save_appends_one_event_per_row(alice):
+    rows = [
+        events.new("pause.expired", PausedRun, f"c{i}/call", Actor(None, "sweeper"), owner="alice")
+        for i in range(3)
+    ]
+    created = events.save("default", rows)
+    assert len(created) == 3 and all(event.pk for event in created)
     assert Event.objects.filter(kind="pause.expired", object_type="pausedrun").count() == 3
 
 
@@ -96,7 +111,7 @@ def test_events_stay_visible_to_the_creator_after_the_object_is_gone(api, alice)
 def test_model_view_permission_shows_every_event_of_that_model_only(api_for, alice, bob, make_user):
     record_pause("pause.created", make_pause("bobs", created_by=bob), user=bob)
     run = Run.objects.create(run_id="r1", created_by=bob)
-    events.record("approvals.changed", run, object_id="r1", user=bob)
+    record("approvals.changed", Run, "r1", bob, created_by_id=run.created_by_id)
     auditor = make_user("auditor", "agentstate.view_pausedrun")
     assert ids(api_for(auditor).get(URL)) == ["bobs/call"]
     run_viewer = make_user("run-viewer", "agentstate.view_run")

@@ -129,7 +129,7 @@ class RunOperations:
     def _record_decision(self, run_id, tool_name, call_id, approve, always, reason, reach, by):
         run = self._run(run_id, reach, lock=True)
         event = self._write_decision(run, tool_name, call_id, approve, always, reason, by)
-        self.rows(Event).bulk_create([event])
+        events.save(self.alias, [event])
         return Changed(self._with_records(run), [event])
 
     def _write_decision(
@@ -224,7 +224,7 @@ class RunOperations:
             created_by_id=run.created_by_id,
             details={"tools": len(records)},
         )
-        self.rows(Event).bulk_create([event])
+        events.save(self.alias, [event])
         return Changed(self._with_records(run), [event])
 
     def request_approval(self, run_id, tool_name, call_id, arguments, approval_ttl, reach, by):
@@ -269,7 +269,7 @@ class RunOperations:
                 "status": request.status,
             },
         )
-        self.rows(Event).bulk_create([event])
+        events.save(self.alias, [event])
         return Changed((request, True), [event])
 
     def decide(self, request_id, approve, always, reason, approval_ttl, by):
@@ -322,7 +322,7 @@ class RunOperations:
                 "reason": reason,
             },
         )
-        self.rows(Event).bulk_create([changed, decided])
+        events.save(self.alias, [changed, decided])
         return Changed(locked, [changed, decided])
 
 
