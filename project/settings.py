@@ -127,6 +127,8 @@ AGENTSTATE = {
     "RETENTION": timedelta(days=30),
     # Webhooks to this machine's own receivers (a demo, the tests) need it.
     "WEBHOOK_ALLOW_PRIVATE": os.environ.get("AGENTSTATE_WEBHOOK_ALLOW_PRIVATE") == "1",
+    "WEBHOOK_BACKOFF": float(os.environ.get("AGENTSTATE_WEBHOOK_BACKOFF", "5")),
+    "WEBHOOK_TIMEOUT": float(os.environ.get("AGENTSTATE_WEBHOOK_TIMEOUT", "10")),
 }
 
 # Celery: Redis when REDIS_URL is set, else a file-system transport.

@@ -2,19 +2,24 @@
 (not with agentstate's own code), and answers what the test scripts."""
 
 import http.server
-import json
 import threading
+import time
 from contextlib import contextmanager
 
 from standardwebhooks import Webhook as Verifier
 
+HANG = 0
+
 
 class Receiver:
-    def __init__(self, secret: str, statuses: list[int] | None = None) -> None:
+    def __init__(
+        self, secret: str, statuses: list[int] | None = None, hang_first: bool = False
+    ) -> None:
         self.verifier = Verifier(secret)
-        self.statuses = list(statuses or [])  # answered in turn; then 200
+        self.statuses = list(statuses or [])  # answered in turn (HANG: never); then 200
         self.received: list[dict] = []  # verified bodies with their webhook-id
         self.refused = 0  # requests whose signature did not verify
+        self.hang_first = hang_first  # never answer the first try of each webhook-id
         self.lock = threading.Lock()
         self.url = ""
 
@@ -26,13 +31,19 @@ class Receiver:
                 self.refused += 1
             return 400
         with self.lock:
+            first = all(b["webhook-id"] != headers["webhook-id"] for b in self.received)
             self.received.append({"webhook-id": headers["webhook-id"], **payload})
-            return self.statuses.pop(0) if self.statuses else 200
+            status = self.statuses.pop(0) if self.statuses else 200
+            if self.hang_first and first:
+                status = HANG
+        if status == HANG:  # a receiver that never answers (the sender dies meanwhile)
+            time.sleep(60)
+        return status
 
 
 @contextmanager
-def receiving(secret: str, statuses: list[int] | None = None):
-    receiver = Receiver(secret, statuses)
+def receiving(secret: str, statuses: list[int] | None = None, hang_first: bool = False):
+    receiver = Receiver(secret, statuses, hang_first)
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 - the standard library's name
@@ -59,4 +70,4 @@ def receiving(secret: str, statuses: list[int] | None = None):
 
 
 def kinds(receiver: Receiver) -> list[str]:
-    return [json.loads(json.dumps(body))["kind"] for body in receiver.received]
+    return [body["kind"] for body in receiver.received]
