@@ -24,10 +24,10 @@ from urllib.parse import quote
 import httpx
 
 from .errors import (
-    APIError,
     AlreadyClaimed,
     AlreadyDecided,
     AlreadyResolved,
+    APIError,
     ApprovalRequestExpired,
     ApprovalRequestNotFound,
     BodyTooLarge,
@@ -53,7 +53,6 @@ from .errors import (
 )
 
 logger = logging.getLogger(__name__)
-
 
 
 _BY_CODE: dict[str, type[APIError]] = {

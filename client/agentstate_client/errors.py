@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import httpx
 
+
 class APIError(Exception):
     """A refusal from the server (or no answer at all); ``status`` and ``code`` as sent.
 

@@ -6,6 +6,7 @@ the client talks to it over real HTTP with token or basic auth.
 
 import httpx
 import pytest
+from conftest import closed_port
 
 from agentstate_client import (
     AgentStateClient,
@@ -22,7 +23,6 @@ from agentstate_client import (
     VariableNotFound,
     VersionMismatch,
 )
-
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.db.models.functions import Now
 
+from agentstate.models import PausedRun
 from agentstate_client import (
     AlreadyClaimed,
     AlreadyResolved,
@@ -16,8 +17,6 @@ from agentstate_client import (
     PermissionDenied,
     QuestionSuperseded,
 )
-from agentstate.models import PausedRun
-
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -63,7 +62,7 @@ def test_resolve_and_cancel_refusals(ac):
     with pytest.raises(NotClaimed):
         ac.resolve("chat", "c")
     ac.claim("chat", "c", pause["question_id"])
-    with pytest.raises(NotPending) as caught:
+    with pytest.raises(NotPending):
         ac.cancel("chat", "c")
     ac.put_pause("chat", "d", "alice", None)
     assert ac.cancel("chat", "d") is None

@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 from django.db.models.functions import Now
 
+from agentstate.models import ApprovalRequest
 from agentstate_client import (
     AlreadyDecided,
     ApprovalRequestExpired,
@@ -14,8 +15,6 @@ from agentstate_client import (
     RunExists,
     RunNotFound,
 )
-from agentstate.models import ApprovalRequest
-
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
