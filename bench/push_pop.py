@@ -1,6 +1,6 @@
 """Time push and pop through the Python API at list lengths 10, 1,000 and 100,000.
 
-SPEC section 1 ("Scale"): the cost of push and pop must not grow with the
+docs/concepts.md ("Scale"): the cost of push and pop must not grow with the
 list's length; at 100,000 elements they must run within 1.5x of their cost
 at 10. This script measures it on the configured database (PostgreSQL when
 ``DATABASE_URL`` is set, else the SQLite file of ``SQLITE_PATH``) and exits

@@ -1,4 +1,4 @@
-"""The benchmark of SPEC section 6: every figure a ratio to a baseline measured in this run.
+"""The benchmark of docs/performance.md: every figure a ratio to a baseline measured in this run.
 
     .venv/bin/python bench/run.py            # the full run (under ten minutes on 2 cores)
     .venv/bin/python bench/run.py --quick    # shorter measurements, smaller sweep

@@ -26,7 +26,7 @@ ruff check --quiet .
 ruff format --check --quiet .
 DJANGO_SETTINGS_MODULE=tests.settings python -m django makemigrations --check --dry-run agentstate
 SITE="$(mktemp -d)"
-mkdocs build --strict --quiet --site-dir "$SITE"
+NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$SITE"
 rm -rf "$SITE"
 mypy
 exec python -m pytest "$@"

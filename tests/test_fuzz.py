@@ -1,5 +1,5 @@
 """The OpenAPI schema fuzzed against a live server: no 5xx, and every
-response matching the schema (SPEC section 6).
+response matching the schema (docs/rest-api.md: nothing malformed causes a 5xx).
 
 schemathesis runs its coverage, fuzzing and stateful phases over
 ``/api/schema/`` against gunicorn serving the demo site on the database the

@@ -1,4 +1,4 @@
-"""Paused runs through the Python API: SPEC section 2, rule by rule."""
+"""Paused runs through the Python API: docs/concepts.md, rule by rule."""
 
 import uuid
 from datetime import datetime, timedelta, timezone

@@ -1,4 +1,4 @@
-"""The /api/pauses/ endpoints: SPEC section 5, codes and access rules."""
+"""The /api/pauses/ endpoints: docs/rest-api.md, codes and access rules."""
 
 import uuid
 from datetime import timedelta

@@ -1,5 +1,5 @@
 """Every audited change sends its signal once, after commit, and a rolled
-back or refused change sends nothing (SPEC section 4).
+back or refused change sends nothing (docs/events.md).
 
 ``SCENARIOS`` holds, per event kind, a setup and the one change that should
 be recorded; a kind of ``signals.BY_KIND`` without a scenario fails

@@ -1,4 +1,5 @@
-"""Runs and the review queue in the admin: the reviewers' dashboard (SPEC section 3).
+"""Runs and the review queue in the admin: the reviewers' dashboard
+(docs/admin.md).
 
 Approval requests are listed pending first, then oldest first, with their
 run, tool, call id, pretty-printed arguments and age. Reviewers holding

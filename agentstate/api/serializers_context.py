@@ -1,4 +1,4 @@
-"""Request and response shapes of the REST API (SPEC section 5)."""
+"""Request and response shapes of the context endpoints (docs/rest-api.md)."""
 
 from rest_framework import serializers
 

@@ -1,4 +1,4 @@
-"""REST views over paused runs (SPEC section 5, the ``/api/pauses/`` rows).
+"""REST views over paused runs (docs/rest-api.md, "Paused runs").
 
 Access: a caller sees the pauses it created or owns (all of them with
 ``view_pausedrun`` or ``change_pausedrun``) and may resolve or cancel the

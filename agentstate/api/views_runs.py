@@ -1,4 +1,5 @@
-"""REST views over runs, usage, approval records and the review queue (SPEC section 5).
+"""REST views over runs, usage, approval records and the review queue
+(docs/rest-api.md).
 
 Access: a caller sees and changes the runs it created (every run with
 ``view_run`` / ``change_run``) and sees the approval requests it filed
@@ -232,7 +233,7 @@ class ApprovalRequestView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_get",
     )
-    def get(self, request, id: str):  # the path parameter of SPEC
+    def get(self, request, id: str):  # the path parameter as documented
         return Response(s.ApprovalRequestSerializer(_find(visible_requests(request.user), id)).data)
 
 
@@ -243,7 +244,7 @@ class DecideView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_decide",
     )
-    def post(self, request, id: str):  # the path parameter of SPEC
+    def post(self, request, id: str):  # the path parameter as documented
         if not request.user.has_perm("agentstate.decide_approvalrequest"):
             raise PermissionDenied(
                 "Deciding approval requests takes agentstate.decide_approvalrequest."

@@ -1,4 +1,4 @@
-"""The review queue (SPEC section 3): tool calls waiting for a person.
+"""The review queue (docs/concepts.md): tool calls waiting for a person.
 
 ``request_approval`` files a call for review, once per ``(run, call_id)``;
 when the run's approval records already decide the call, the request is

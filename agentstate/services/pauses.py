@@ -1,4 +1,4 @@
-"""Paused runs (SPEC section 2): put, claim exactly once, resolve, cancel.
+"""Paused runs (docs/concepts.md#paused-runs): put, claim exactly once, resolve, cancel.
 
 After the axelor ``FormStateStore``: a run stopped inside one tool call waits,
 keyed by ``(chat_id, tool_call_id)``, for its owner to answer one question.
@@ -8,7 +8,7 @@ checks its status, so of any number of concurrent claims exactly one wins.
 Expiry is judged by the database clock (``Now()``) at claim time, whatever
 the sweeper (``agentstate.services.sweep``) has done so far.
 
-``put`` and ``claim`` return what SPEC says (the question id, the payload);
+``put`` and ``claim`` return what docs/python-api.md says (the question id, the payload);
 ``put_pause`` and ``claim_pause`` return the row for callers that show it.
 Refusals are the exceptions of ``agentstate.exceptions``.
 """

@@ -1,4 +1,4 @@
-"""Runs, token usage and approval records (SPEC section 3).
+"""Runs, token usage and approval records (docs/concepts.md).
 
 After the OpenAI Agents SDK's ``RunContextWrapper``: a run keeps the
 application's JSON context, accumulated usage, and per tool an approval
@@ -211,7 +211,7 @@ def record_json(
 
 
 def decide_from(record: Mapping[str, bool | list[str]] | None, call_id: str) -> bool | None:
-    """The SDK's precedence over one tool's record (SPEC section 3).
+    """The SDK's precedence over one tool's record (docs/concepts.md).
 
     Permanent approval wins over permanent rejection; then permanent
     rejection; then the call id in ``approved`` (even if also in

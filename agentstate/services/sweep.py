@@ -1,4 +1,4 @@
-"""The expiry sweep (SPEC sections 2 and 3): what nobody answered in time.
+"""The expiry sweep (docs/concepts.md#expiry): what nobody answered in time.
 
 Marks pending pauses past ``expires_at`` expired, marks pending approval
 requests older than ``APPROVAL_TTL`` expired, and deletes resolved and
