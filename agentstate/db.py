@@ -126,7 +126,7 @@ def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
 
 @functools.cache
 def _columns(model: type[models.Model]) -> dict[str, models.Field]:
-    return {field.column: field for field in model._meta.concrete_fields}
+    return {field.column: field for field in model._meta.concrete_fields if field.column}
 
 
 def _is_transient(error: Exception) -> bool:
@@ -233,6 +233,7 @@ def _converters(model: type[models.Model], alias: str) -> dict[str, tuple[str, A
     return {
         field.column: (field.attname, *_field_converters(field, alias))
         for field in model._meta.concrete_fields
+        if field.column
     }
 
 
@@ -247,8 +248,8 @@ def _field_converters(field: models.Field, alias: str) -> tuple[Any, list]:
 def prepared(model: type[models.Model], values: dict[str, Any]) -> tuple[list[str], list[Any]]:
     """The columns of ``values`` (keyed by ``model``'s field names or attnames) and
     the values as the database takes them, for a raw INSERT or UPDATE."""
-    fields = [model._meta.get_field(name) for name in values]
-    return [f.column for f in fields], [
+    fields = [_concrete(model, name) for name in values]
+    return [f.column or f.attname for f in fields], [
         f.get_db_prep_save(value, connection)
         for f, value in zip(fields, values.values(), strict=True)
     ]
@@ -258,4 +259,13 @@ def sql_of(expression: Any, model: type[models.Model]) -> tuple[str, list[Any]]:
     """A database expression (the clock, an expiry) as SQL and params for a raw
     statement on ``model``'s table."""
     query = Query(model)
-    return query.get_compiler(connection=connection).compile(expression.resolve_expression(query))
+    sql, params = query.get_compiler(connection=connection).compile(
+        expression.resolve_expression(query)
+    )
+    return sql, list(params)
+
+
+def _concrete(model: type[models.Model], name: str) -> models.Field:
+    field = model._meta.get_field(name)
+    assert isinstance(field, models.Field), f"{name} is not a column of {model.__name__}"
+    return field

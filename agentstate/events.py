@@ -23,7 +23,7 @@ def actor_name(user: Any = None, actor: str | None = None) -> str:
     if actor:
         return actor
     if user is not None and getattr(user, "is_authenticated", False):
-        return user.get_username()
+        return str(user.get_username())
     return ""
 
 
@@ -136,12 +136,16 @@ def change_and_record(
     )
     instance = next(iter(rows), None)
     if instance is not None:
+        # the CTE's own columns, set on the instance by ``returned``
+        extra: Any = instance
         details = Event._meta.get_field("details").from_db_value(
-            instance.event_details, None, connection
+            extra.event_details,
+            None,  # type: ignore[arg-type]  # unused by JSONField
+            connection,
         )
         event = Event(
-            pk=instance.event_pk,
-            created_at=instance.event_at,
+            pk=extra.event_pk,
+            created_at=extra.event_at,
             created_by_id=getattr(instance, "created_by_id", None),
             **{**fields, "details": details},
         )
@@ -156,7 +160,7 @@ def _has_field(model: type[models.Model], name: str) -> bool:
 def record_many(kind: str, model: type[models.Model], rows: list[dict[str, Any]]) -> list[Event]:
     """Append one event per row of a bulk change (``rows``: Event field values)."""
     events = Event.objects.bulk_create(
-        Event(kind=kind, object_type=model._meta.model_name, **row) for row in rows
+        Event(kind=kind, object_type=model._meta.model_name or "", **row) for row in rows
     )
     _send_on_commit(events, model, None)
     return events
@@ -198,7 +202,7 @@ def new(
         kind=kind,
         actor=by.name,
         user_id=by.user_id,
-        object_type=model._meta.model_name,
+        object_type=model._meta.model_name or "",
         object_id=object_id,
         created_by_id=created_by_id,
         owner=owner,

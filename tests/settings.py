@@ -12,6 +12,7 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -65,13 +66,16 @@ SQLITE_PATH = Path(tempfile.gettempdir()) / f"agentstate-tests-{CHECKOUT}.sqlite
 
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
+    # Behind PgBouncer in transaction pooling mode, as the demo site does.
+    if os.environ.get("DATABASE_POOLING") == "transaction":
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": SQLITE_PATH,
+            "NAME": str(SQLITE_PATH),
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30},
-            "TEST": {"NAME": SQLITE_PATH},
+            "TEST": {"NAME": str(SQLITE_PATH)},
         }
     }
 
@@ -92,7 +96,7 @@ REST_FRAMEWORK = {
     ],
 }
 
-AGENTSTATE: dict = {}
+AGENTSTATE: dict[str, Any] = {}
 
 LOGGING = {
     "version": 1,

@@ -6,7 +6,9 @@ and on a machine without internet access. See docs/rest-api.md.
 """
 
 import mimetypes
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import drf_spectacular_sidecar
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
@@ -15,13 +17,18 @@ from django.utils.cache import patch_cache_control
 from django.utils.html import escape
 from django.views import View
 from drf_spectacular.views import SpectacularAPIView
+from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 
 import agentstate
 
 from .errors import exception_handler
 
+# drf-spectacular's (path, path regex, method, view) of an endpoint
+Endpoint = tuple[str, str, str, Callable[..., Any]]
 
-def only_agentstate_endpoints(endpoints, **kwargs):
+
+def only_agentstate_endpoints(endpoints: list[Endpoint], **kwargs: Any) -> list[Endpoint]:
     from .base import AgentStateAPIView
 
     return [
@@ -46,9 +53,9 @@ class SchemaView(SpectacularAPIView):
     serve_public = True
     # Like the API's own views: no site-wide versioning, throttling or handler.
     versioning_class = None
-    throttle_classes: list = []
+    throttle_classes: list[type[BaseThrottle]] = []
 
-    def get_exception_handler(self):
+    def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler
 
 

@@ -87,7 +87,9 @@ class ScopeDeleteQuery(OwnerMixin, QuerySerializer):
 
 class ScopeSerializer(serializers.ModelSerializer):
     scope = serializers.CharField(source="key")
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    owner: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     variables = serializers.IntegerField(source="variable_count")
 
     class Meta:

@@ -144,9 +144,10 @@ class ServiceStore:
         from agentstate.services import context
 
         try:
-            return context.pop(STATE_SCOPE, run_id, actor="openai-agents")
+            saved: str = context.pop(STATE_SCOPE, run_id, actor="openai-agents")
         except (ScopeNotFound, VariableNotFound):
             return None
+        return saved
 
     @staticmethod
     def _review(request: Any) -> Review:
@@ -205,9 +206,10 @@ class RemoteStore:
 
     def take_state(self, run_id: str) -> str | None:
         try:
-            return self.client.pop(STATE_SCOPE, run_id)
+            saved: str = self.client.pop(STATE_SCOPE, run_id)
         except self._absent:
             return None
+        return saved
 
     @staticmethod
     def _review(request: dict[str, Any], records: dict[str, Any]) -> Review:
@@ -275,6 +277,7 @@ class ApprovalBridge:
         try:
             context = await self._db(self.store.run_context, run_id)
             state = await RunState.from_string(self.agent, saved, context_override=context)
+            assert state._context is not None  # a restored state has its context
             counted = _copy_usage(state._context.usage)
             await self._apply_decisions(run_id, state)
             result = await self._run(state)

@@ -53,14 +53,18 @@ class RemoteToolContext:
         self._state = shared_state or RemoteSharedState(client, f"toolcontext-{uuid.uuid4()}")
         self._extensions = {} if _extensions is None else _extensions
 
-    def _derive(self, **changes: Any) -> RemoteToolContext:
-        fields = {
-            "conversation_id": self._conversation_id,
-            "shared_state": self._state,
-            "_extensions": self._extensions,
-        }
-        fields.update(changes)
-        return RemoteToolContext(self.client, **fields)
+    def _derive(
+        self,
+        *,
+        conversation_id: str | None = None,
+        shared_state: RemoteSharedState | None = None,
+    ) -> RemoteToolContext:
+        return RemoteToolContext(
+            self.client,
+            conversation_id=self._conversation_id if conversation_id is None else conversation_id,
+            shared_state=self._state if shared_state is None else shared_state,
+            _extensions=self._extensions,
+        )
 
     @property
     def conversation_id(self) -> str | None:
