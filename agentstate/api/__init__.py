@@ -6,11 +6,13 @@ importing anything here, the URLconf included, raises ``MissingExtra`` (an
 ``ImproperlyConfigured``) that names the extra. See docs/rest-api.md.
 """
 
+import importlib
+
 from agentstate.extras import missing
 
-try:
-    import drf_spectacular  # noqa: F401
-    import drf_spectacular_sidecar  # noqa: F401
-    import rest_framework  # noqa: F401
-except ImportError as error:
-    raise missing("api", "agentstate.api (the REST API)", error) from error
+# Django REST framework first: the one a site is likeliest to lack.
+for _module in ("rest_framework", "drf_spectacular", "drf_spectacular_sidecar"):
+    try:
+        importlib.import_module(_module)
+    except ImportError as error:
+        raise missing("api", "agentstate.api (the REST API)", error) from error
