@@ -82,6 +82,7 @@ def test_the_demo_under_runserver_does_not_keep_a_connection_per_request_thread(
     import os
     import subprocess
     import sys
+    import tempfile
     from pathlib import Path
 
     code = (
@@ -89,7 +90,11 @@ def test_the_demo_under_runserver_does_not_keep_a_connection_per_request_thread(
         "from django.conf import settings; print(settings.DATABASES['default']['CONN_MAX_AGE'])"
     )
     env = {k: v for k, v in os.environ.items() if k != "CONN_MAX_AGE"}
-    env.update(DJANGO_SETTINGS_MODULE="project.settings", DATABASE_URL="postgres://u@h:5432/d")
+    env.update(
+        DJANGO_SETTINGS_MODULE="project.settings",
+        DATABASE_URL="postgres://u@h:5432/d",
+        AGENTSTATE_VAR_DIR=tempfile.mkdtemp(prefix="agentstate-site-"),
+    )
     root = Path(__file__).resolve().parent.parent
 
     def conn_max_age(*argv: str, **extra: str) -> str:
