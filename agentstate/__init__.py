@@ -4,12 +4,14 @@
 so that importing ``agentstate`` never touches the app registry.
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 __all__ = ["ToolContext", "__version__"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "ToolContext":
         from agentstate.toolcontext import ToolContext
 

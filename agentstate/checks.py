@@ -1,20 +1,26 @@
 """System checks for the misconfigurations a site can make."""
 
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
 from django.conf import settings
-from django.core.checks import Error, Tags, register
+from django.core.checks import CheckMessage, Error, Tags, register
 
 from agentstate.conf import agentstate_settings
 
 
 @register(Tags.database, Tags.compatibility)
-def check_sqlite_transaction_mode(app_configs=None, **kwargs):
+def check_sqlite_transaction_mode(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
     """SQLite must begin write transactions IMMEDIATE (or EXCLUSIVE).
 
     With SQLite's default DEFERRED mode two transactions that read then write
     deadlock on upgrade and one gets "database is locked" at once, whatever
     the busy timeout: atomic push, pop and claim cannot hold.
     """
-    errors = []
+    errors: list[CheckMessage] = []
     for alias, db in settings.DATABASES.items():
         if db.get("ENGINE") != "django.db.backends.sqlite3":
             continue
@@ -33,7 +39,9 @@ def check_sqlite_transaction_mode(app_configs=None, **kwargs):
 
 
 @register(Tags.compatibility)
-def check_settings(app_configs=None, **kwargs):
+def check_settings(
+    app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
+) -> list[CheckMessage]:
     return [
         Error(f"AGENTSTATE: {problem}.", id="agentstate.E002")
         for problem in agentstate_settings.validate()

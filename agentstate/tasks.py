@@ -2,13 +2,19 @@
 
 Schedule ``agentstate.tasks.expire_pauses`` and ``agentstate.tasks.send_webhooks``
 with Celery beat (the demo site runs both every minute); sites using cron run
-``manage.py agentstate_expire``.
+``manage.py agentstate_expire``, which needs no Celery. This module needs the
+``celery`` extra. See docs/deployment.md.
 """
 
-from celery import shared_task
+from agentstate.extras import missing
 
-from agentstate.services import webhooks
-from agentstate.services.sweep import sweep
+try:
+    from celery import shared_task
+except ImportError as error:
+    raise missing("celery", "agentstate.tasks", error) from error
+
+from agentstate.services import webhooks  # noqa: E402
+from agentstate.services.sweep import sweep  # noqa: E402
 
 
 @shared_task(name="agentstate.tasks.expire_pauses", ignore_result=True)

@@ -1,9 +1,12 @@
-# Sourced by demo.sh and test.sh: a virtual environment with the pinned
-# requirements, made once and refreshed when requirements.txt changes.
+# Sourced by demo.sh and test.sh: a virtual environment with the dependencies
+# locked in uv.lock, installed by uv (itself installed from PyPI into
+# .venv-uv/ on first use). The caller sets SYNC to the extras and groups it
+# needs; every install is exactly what the lock says, and nothing more.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-# AGENTSTATE_DJANGO=6.1.3 swaps the pinned Django for that release in a
+UV_VERSION=0.13.8
+# AGENTSTATE_DJANGO=6.1.3 swaps the locked Django for that release in a
 # virtual environment of its own (Django 6 needs Python 3.12 or newer).
 DJANGO="${AGENTSTATE_DJANGO:-}"
 VENV="${AGENTSTATE_VENV:-$ROOT/.venv${DJANGO:+-django-$DJANGO}}"
@@ -16,7 +19,7 @@ pick_python() {
     "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[1-9]*/bin/python3; do
     if command -v "$candidate" >/dev/null 2>&1 &&
       "$candidate" -c "import sys; sys.exit(sys.version_info < (3, $MIN_MINOR))" 2>/dev/null; then
-      echo "$candidate"
+      command -v "$candidate"
       return
     fi
   done
@@ -24,34 +27,36 @@ pick_python() {
   exit 1
 }
 
-if [ ! -x "$VENV/bin/python" ]; then
-  PY="$(pick_python)"
-  echo "==> creating a virtual environment in $VENV with $("$PY" --version)"
-  if ! "$PY" -m venv "$VENV" 2>/dev/null; then
-    rm -rf "$VENV"
+PY="$(pick_python)"
+UV="$ROOT/.venv-uv/bin/uv"
+if [ "$("$UV" --version 2>/dev/null | cut -d' ' -f2)" != "$UV_VERSION" ]; then
+  echo "==> installing uv $UV_VERSION into .venv-uv/"
+  rm -rf "$ROOT/.venv-uv"
+  if ! "$PY" -m venv "$ROOT/.venv-uv" 2>/dev/null; then
+    rm -rf "$ROOT/.venv-uv"
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
       echo "==> installing Debian's venv support for $PY"
       apt-get update -qq && apt-get install -y -qq "$(basename "$PY")-venv" python3-venv >/dev/null ||
         apt-get install -y -qq python3-venv >/dev/null
-      "$PY" -m venv "$VENV"
+      "$PY" -m venv "$ROOT/.venv-uv"
     else
       echo "Cannot create a virtual environment: install your distribution's python3-venv package." >&2
       exit 1
     fi
   fi
+  "$ROOT/.venv-uv/bin/python" -m pip install --quiet --disable-pip-version-check "uv==$UV_VERSION"
 fi
 
-REQUIREMENTS="$VENV/requirements.txt"
-sed "${DJANGO:+s/^Django==.*/Django==$DJANGO/}" requirements.txt >"$REQUIREMENTS.new"
-STAMP="$VENV/.requirements.sha256"
-WANT="$(sha256sum "$REQUIREMENTS.new" | cut -d' ' -f1)"
-if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ]; then
-  echo "==> installing the pinned requirements (requirements.txt${DJANGO:+, with Django $DJANGO})"
-  mv "$REQUIREMENTS.new" "$REQUIREMENTS"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$REQUIREMENTS"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -e .
-  echo "$WANT" >"$STAMP"
+# uv makes and fills the environment with the interpreter picked above, and
+# never downloads one of its own.
+export UV_PROJECT_ENVIRONMENT="$VENV" UV_PYTHON="$PY" UV_PYTHON_DOWNLOADS=never
+# shellcheck disable=SC2086  # SYNC is a list of options
+if ! "$UV" sync --locked --check --quiet ${SYNC:-} ${DJANGO:+--no-install-package django} 2>/dev/null; then
+  echo "==> installing the locked dependencies into ${VENV#"$ROOT"/}${DJANGO:+, with Django $DJANGO}"
+  # shellcheck disable=SC2086
+  "$UV" sync --locked --quiet ${SYNC:-} ${DJANGO:+--no-install-package django}
 fi
-rm -f "$REQUIREMENTS.new"
+if [ -n "$DJANGO" ] && [ "$("$VENV/bin/python" -c 'import django; print(django.__version__)' 2>/dev/null)" != "$DJANGO" ]; then
+  "$UV" pip install --quiet --python "$VENV/bin/python" "Django==$DJANGO"
+fi
 export PATH="$VENV/bin:$PATH"

@@ -7,6 +7,9 @@
 # DATABASE_URL=postgres://... and REDIS_URL=redis://... switch to them.
 # The admin user is "admin"; its password is DEMO_PASSWORD, or generated and
 # printed on first run.
+# The demo's own dependencies (what requirements.txt pins), added to any
+# development environment already there.
+SYNC="--extra api --extra celery --extra postgres --no-default-groups --group demo --inexact"
 source "$(dirname "$0")/bootstrap.sh"
 PORT="${PORT:-8000}"
 
@@ -21,5 +24,5 @@ CELERY_PID=$!
 trap 'kill $CELERY_PID 2>/dev/null; wait $CELERY_PID 2>/dev/null' EXIT INT TERM
 echo "    worker log: ${AGENTSTATE_VAR_DIR:-var}/celery.log"
 
-echo "==> serving on http://127.0.0.1:$PORT/  (API docs /api/docs/, admin /admin/)"
+echo "==> serving on http://127.0.0.1:$PORT/  (API docs /api/docs/ and /api/redoc/, admin /admin/)"
 python manage.py runserver --noreload "127.0.0.1:$PORT"

@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -149,6 +150,8 @@ def database_env(settings_dict: dict | None = None) -> dict[str, str]:
     else:
         env["SQLITE_PATH"] = str(settings_dict["NAME"])
     env["DJANGO_DEBUG"] = "0"
+    # the demo site's var/ folder, should the server run on its settings
+    env["AGENTSTATE_VAR_DIR"] = tempfile.mkdtemp(prefix="agentstate-site-")
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -164,7 +167,8 @@ class LiveServer:
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> "LiveServer":
-        self.log = open(ROOT / "var" / f"live-server-{self.port}.log", "w+b")  # noqa: SIM115
+        # in the temporary folder: a test writes nothing into the checkout
+        self.log = tempfile.TemporaryFile(prefix=f"live-server-{self.port}-")  # noqa: SIM115
         self.process = subprocess.Popen(
             [
                 sys.executable,

@@ -1,4 +1,4 @@
-"""Who reaches what over REST (SPEC section 5, "Access"), as one matrix.
+"""Who reaches what over REST (docs/rest-api.md, "Access"), as one matrix.
 
 Each ``Case`` is an endpoint acting on an object of alice's: what the owner,
 a stranger, a stranger naming alice as ``owner``, and holders of each model

@@ -1,4 +1,4 @@
-"""The review queue through the Python API: request_approval and decide (SPEC section 3)."""
+"""The review queue through the Python API: request_approval and decide (docs/concepts.md)."""
 
 from datetime import timedelta
 

@@ -1,16 +1,25 @@
-"""A real browser walks the reviewer's path through the admin.
+"""A real browser walks the reviewer's path through the admin, and reads the API docs.
 
-Debian's headless Chromium (``/usr/bin/chromium``, installed by ``.ci/run``;
-never a browser downloaded by ``playwright install``), driven by Playwright
-against pytest-django's live server: a reviewer logs in, finds the pending
-request from the admin index, approves it with the list action, and the
-agent's REST check for that call then answers ``true``; then it rejects the
-other request from its own page, with a reason.
+Debian's headless Chromium (``/usr/bin/chromium``, installed by
+``scripts/test.sh``; never a browser downloaded by ``playwright install``),
+driven by Playwright against pytest-django's live server, with every request
+to another host refused: a reviewer logs in, finds the pending request from
+the admin index, approves it with the list action, and the agent's REST
+check for that call then answers ``true``; then it rejects the other request
+from its own page, with a reason. Swagger UI and Redoc render the schema
+from the app's own assets.
+
+Each step's screenshot is saved; with ``AGENTSTATE_SCREENSHOTS=docs/images``
+they replace the ones in the reviewers' guide (docs/admin.md).
 
 The database is set up before the browser starts and read after it stops:
 Playwright's sync API runs an event loop in this thread, in which Django
 refuses ORM calls.
 """
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -31,9 +40,38 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 TIMEOUT_MS = 30_000
+VIEWPORT = {"width": 1280, "height": 800}
 
 
-def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_user):
+@pytest.fixture
+def screenshots(tmp_path):
+    """``shot(page, name)`` saves ``name.png``, in docs/images/ when asked to."""
+    folder = Path(os.environ.get("AGENTSTATE_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def shot(page, name: str) -> None:
+        page.screenshot(path=str(folder / f"{name}.png"), full_page=True)
+
+    return shot
+
+
+def offline(page, live_server) -> list[str]:
+    """Refuse every request that leaves the live server; the list of those refused."""
+    local = urlsplit(live_server.url).netloc
+    refused: list[str] = []
+
+    def route(route):
+        if urlsplit(route.request.url).netloc == local:
+            route.continue_()
+        else:
+            refused.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", route)
+    return refused
+
+
+def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_user, screenshots):
     from playwright.sync_api import expect, sync_playwright
 
     agent = make_user("agent")
@@ -48,8 +86,9 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page()
+            page = browser.new_page(viewport=VIEWPORT)
             page.set_default_timeout(TIMEOUT_MS)
+            refused = offline(page, live_server)
 
             # 1. The admin's login page: the reviewer signs in.
             page.goto(f"{live_server.url}/admin/")
@@ -61,6 +100,7 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
             queue_link = page.get_by_role("link", name="Approval requests (2 pending)").first
             expect(queue_link).to_be_visible()
             seen.append(page.title())
+            screenshots(page, "admin-index")
             queue_link.click()
 
             # 3. The queue: pending first, oldest first, arguments pretty-printed.
@@ -69,6 +109,7 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
             expect(row).to_contain_text('"to": "bob@example.com"')
             expect(row).to_contain_text("pending")
             seen.append(page.title())
+            screenshots(page, "admin-queue")
 
             # 4. Tick the request, pick "Approve selected requests", Go.
             row.locator("input[name=_selected_action]").check()
@@ -81,6 +122,7 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
             expect(decided_row).to_contain_text("approved")
             expect(decided_row).to_contain_text("reviewer")
             seen.append(page.locator("ul.messagelist").inner_text())
+            screenshots(page, "admin-approved")
 
             # 6. The other request's own page: arguments, the run's context, a reason, Reject.
             page.locator("#result_list tbody tr").filter(has_text="call-43").get_by_role(
@@ -89,10 +131,12 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
             expect(page.locator("body")).to_contain_text('"to": "eve@example.com"')
             expect(page.locator("body")).to_contain_text('"ticket": "T-7"')
             seen.append(page.title())
+            screenshots(page, "admin-request")
             page.fill("#id_reason", "unknown recipient")
             page.click("#reject-button")
             expect(page.locator("ul.messagelist")).to_contain_text("was rejected")
             seen.append(page.locator("ul.messagelist").inner_text())
+            assert refused == []
         finally:
             browser.close()
 
@@ -115,3 +159,30 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
     assert check.status_code == 200, check.text
     assert check.json() == {"tool_name": "send_email", "call_id": "call-42", "approved": True}
     assert other.json()["approved"] is False
+
+
+def test_the_api_docs_render_from_the_apps_own_assets(live_server, screenshots):
+    """Swagger UI and Redoc list the operations with no request leaving the server."""
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(TIMEOUT_MS)
+            refused = offline(page, live_server)
+
+            page.goto(f"{live_server.url}/api/docs/")
+            expect(page.locator(".swagger-ui .title")).to_contain_text("agentstate API")
+            claim = page.locator(".opblock-summary-path", has_text="/api/pauses/claim/")
+            expect(claim.first).to_be_visible()
+            operations = page.locator(".opblock").count()
+            screenshots(page, "api-docs")
+
+            page.goto(f"{live_server.url}/api/redoc/")
+            expect(page.locator("h1").first).to_contain_text("agentstate API")
+            expect(page.get_by_text("/api/pauses/claim/").first).to_be_attached()
+            assert refused == []
+        finally:
+            browser.close()
+    assert operations >= 20

@@ -1,4 +1,4 @@
-"""Every row of SPEC section 1's table, through the Python API (services)."""
+"""Every rule of docs/concepts.md's context variables, through the Python API (services)."""
 
 import pytest
 

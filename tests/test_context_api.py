@@ -1,4 +1,4 @@
-"""The context and scope endpoints of SPEC section 5: codes, isolation, bad input."""
+"""The context and scope endpoints of docs/rest-api.md: codes, isolation, bad input."""
 
 import json
 

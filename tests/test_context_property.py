@@ -1,4 +1,4 @@
-"""push, pop and put against a Python model of SPEC section 1's rules (hypothesis)."""
+"""push, pop and put against a Python model of the rules in docs/concepts.md (hypothesis)."""
 
 import uuid
 

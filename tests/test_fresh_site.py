@@ -37,6 +37,10 @@ def test_a_fresh_site_gets_the_same_api(tmp_path):
     assert json.loads(out["missing"][1])["code"] == "scope_not_found"
     assert json.loads(out["scopes"][1])["count"] == 1
     assert out["schema"][0] == 200
+    assert out["docs"][0] == out["redoc"][0] == out["asset"][0] == 200
+    assert "/api/docs/assets/swagger-ui-bundle.js" in out["docs"][1]
+    assert "/api/docs/assets/redoc.standalone.js" in out["redoc"][1]
+    assert out["no_asset"][0] == 404
     assert out["anonymous"] == 401
 
 

@@ -1,5 +1,5 @@
 """Hostile and malformed input on every write endpoint: a 4xx naming the
-problem, and not one row changed (SPEC sections 5 and 6).
+problem, and not one row changed (docs/rest-api.md, "Conventions").
 
 The endpoints come from the OpenAPI schema, so new ones are covered here
 without editing this file; a request is built from each operation's own

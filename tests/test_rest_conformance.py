@@ -1,4 +1,4 @@
-"""Regression tests for disagreements between the REST API and SPEC section 5
+"""Regression tests for disagreements between the REST API and docs/rest-api.md
 found by probing a live server as an independent client would.
 """
 
@@ -23,7 +23,7 @@ RUN_PATHS = [
 )
 @pytest.mark.parametrize("bad", ["%00", "a%00b", "a%20b", "x" * 129])
 def test_a_path_run_id_the_rules_do_not_allow_is_bad_input_not_a_5xx(api, method, path, body, bad):
-    """SPEC 5: a run id the table does not allow, or holding U+0000, is bad input (400)."""
+    """docs/rest-api.md: a run id the table does not allow, or holding U+0000, is bad input (400)."""
     kwargs = {"format": "json"} if body is not None else {}
     response = getattr(api, method)(path.format(bad), body, **kwargs)
     assert response.status_code == 400, response.content
@@ -82,6 +82,7 @@ def test_the_demo_under_runserver_does_not_keep_a_connection_per_request_thread(
     import os
     import subprocess
     import sys
+    import tempfile
     from pathlib import Path
 
     code = (
@@ -89,7 +90,11 @@ def test_the_demo_under_runserver_does_not_keep_a_connection_per_request_thread(
         "from django.conf import settings; print(settings.DATABASES['default']['CONN_MAX_AGE'])"
     )
     env = {k: v for k, v in os.environ.items() if k != "CONN_MAX_AGE"}
-    env.update(DJANGO_SETTINGS_MODULE="project.settings", DATABASE_URL="postgres://u@h:5432/d")
+    env.update(
+        DJANGO_SETTINGS_MODULE="project.settings",
+        DATABASE_URL="postgres://u@h:5432/d",
+        AGENTSTATE_VAR_DIR=tempfile.mkdtemp(prefix="agentstate-site-"),
+    )
     root = Path(__file__).resolve().parent.parent
 
     def conn_max_age(*argv: str, **extra: str) -> str:
@@ -127,7 +132,7 @@ HOSTILE_DRF = {
 
 
 def test_a_sites_drf_versioning_throttling_and_handler_do_not_reach_the_api(alice):
-    """SPEC 5: only authentication is the site's choice. A site-wide versioning
+    """docs/rest-api.md: only authentication is the site's choice. A site-wide versioning
     class refused every request (404 "Invalid version"); the schema view also
     took the site's handler and throttles."""
     import json

@@ -1,4 +1,4 @@
-"""Runs, usage and approval records through the Python API (SPEC section 3)."""
+"""Runs, usage and approval records through the Python API (docs/concepts.md)."""
 
 import uuid
 

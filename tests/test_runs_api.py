@@ -1,4 +1,4 @@
-"""Runs, usage, approvals and the review queue over REST: codes, shapes, access (SPEC section 5)."""
+"""Runs, usage, approvals and the review queue over REST: codes, shapes, access (docs/rest-api.md)."""
 
 from datetime import timedelta
 

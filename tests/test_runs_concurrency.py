@@ -1,4 +1,4 @@
-"""Races on one run, with real threads and their own connections (SPEC section 6).
+"""Races on one run, with real threads and their own connections (docs/concepts.md).
 
 Both run on PostgreSQL (row locks) and on SQLite (IMMEDIATE transactions).
 """

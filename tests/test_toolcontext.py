@@ -1,4 +1,4 @@
-"""ToolContext (SPEC section 1, after llm_tool's ToolContext)."""
+"""ToolContext (docs/concepts.md, after llm_tool's ToolContext)."""
 
 import logging
 import socket

@@ -11,7 +11,8 @@ import json
 from typing import Any
 
 from django.contrib import admin
-from django.db.models import Count
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
@@ -53,10 +54,10 @@ class VariableInline(admin.TabularInline):
     )
     ordering = ("name",)
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
     @admin.display(description=_("value"))
@@ -83,17 +84,17 @@ class ScopeAdmin(admin.ModelAdmin):
     fields = readonly_fields = ("key", "owner", "created_at")
     inlines = (VariableInline,)
 
-    def get_queryset(self, request):
-        return (
-            super().get_queryset(request).annotate(variable_count=Count("variables", distinct=True))
-        )
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        scopes: QuerySet[Scope] = super().get_queryset(request)
+        return scopes.annotate(variable_count=Count("variables", distinct=True))
 
     @admin.display(description=_("variables"), ordering="variable_count")
     def variable_count(self, scope: Scope) -> int:
-        return scope.variable_count
+        count: int = scope.variable_count  # type: ignore[attr-defined]  # annotated
+        return count
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

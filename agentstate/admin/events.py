@@ -1,6 +1,9 @@
 """The event log in the admin: read-only, because an audit trail is append-only."""
 
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest
 
 from agentstate.models import Event
 
@@ -26,11 +29,11 @@ class EventAdmin(admin.ModelAdmin):
     fields = readonly_fields
     ordering = ("-created_at", "-pk")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

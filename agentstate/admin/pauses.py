@@ -8,8 +8,11 @@ final: view-only, and deletable (the sweep's retention deletes them too).
 
 import json
 from datetime import timedelta
+from typing import Any
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
@@ -67,14 +70,14 @@ class PausedRunAdmin(admin.ModelAdmin):
         if pause.status != PausedRun.Status.PENDING:
             return "—"
         left = pause.expires_at - timezone.now()
-        return _duration(left) if left > timedelta(0) else _("expired (not yet swept)")
+        return _duration(left) if left > timedelta(0) else str(_("expired (not yet swept)"))
 
     @admin.display(description=_("payload"))
     def pretty_payload(self, pause: PausedRun) -> str:
         return format_html("<pre>{}</pre>", json.dumps(pause.payload, indent=2, ensure_ascii=False))
 
     @admin.action(description=_("Cancel selected pending pauses"), permissions=["change"])
-    def cancel_pending(self, request, queryset) -> None:
+    def cancel_pending(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         cancelled = refused = 0
         for chat_id, tool_call_id in queryset.values_list("chat_id", "tool_call_id").iterator():
             try:
@@ -101,15 +104,15 @@ class PausedRunAdmin(admin.ModelAdmin):
                 messages.WARNING,
             )
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj: PausedRun | None = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: PausedRun | None = None) -> bool:
         if obj is not None and obj.status in FINAL:
             return False
         return super().has_change_permission(request, obj)
 
-    def has_delete_permission(self, request, obj: PausedRun | None = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: PausedRun | None = None) -> bool:
         if obj is not None and obj.status not in FINAL:
             return False
         return super().has_delete_permission(request, obj)

@@ -1,4 +1,5 @@
-"""Runs and the review queue in the admin: the reviewers' dashboard.
+"""Runs and the review queue in the admin: the reviewers' dashboard
+(docs/admin.md).
 
 Approval requests are listed pending first, then oldest first, with their
 run, tool, call id, pretty-printed arguments and age. Reviewers holding
@@ -18,6 +19,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.options import csrf_protect_m
 from django.core.exceptions import PermissionDenied
 from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models.expressions import Combinable
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils import timezone
@@ -58,12 +60,13 @@ class CurrentStatusFilter(admin.SimpleListFilter):
     title = _("status")
     parameter_name = "current_status"
 
-    def lookups(self, request, model_admin):
-        return Status.choices
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[Any, str]]:
+        return [(value, str(label)) for value, label in Status.choices]
 
-    def queryset(self, request, queryset):
-        if self.value() in Status.values:
-            return queryset.filter(approvals.in_status(self.value()))
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        value = self.value()
+        if value in Status.values:
+            return queryset.filter(approvals.in_status(value))
         return queryset
 
 
@@ -112,9 +115,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 output_field=IntegerField(),
             )
         )
-        return queryset.order_by(*self.get_ordering(request))
+        ordered: QuerySet[ApprovalRequest] = queryset.order_by(*self.get_ordering(request))
+        return ordered
 
-    def get_ordering(self, request: HttpRequest) -> list[str]:
+    def get_ordering(self, request: HttpRequest) -> list[str | Combinable]:
         return ["queue", "created_at", "pk"]
 
     # Columns.
@@ -126,7 +130,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("status"), ordering="status")
     def current_status(self, request_: ApprovalRequest) -> str:
-        return Status(getattr(request_, "current_status", request_.status)).label
+        return str(Status(getattr(request_, "current_status", request_.status)).label)
 
     @admin.display(description=_("age"), ordering="created_at")
     def age(self, request_: ApprovalRequest) -> str:
@@ -206,28 +210,32 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             )
 
     @admin.action(description=_("Approve selected requests"), permissions=["decide"])
-    def approve_selected(self, request, queryset) -> None:
+    def approve_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         self._decide_many(request, queryset, "approve_selected")
 
     @admin.action(description=_("Reject selected requests"), permissions=["decide"])
-    def reject_selected(self, request, queryset) -> None:
+    def reject_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         self._decide_many(request, queryset, "reject_selected")
 
     @admin.action(
         description=_("Always approve the tools of selected requests"), permissions=["decide"]
     )
-    def always_approve_selected(self, request, queryset) -> None:
+    def always_approve_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         self._decide_many(request, queryset, "always_approve_selected")
 
     @admin.action(
         description=_("Always reject the tools of selected requests"), permissions=["decide"]
     )
-    def always_reject_selected(self, request, queryset) -> None:
+    def always_reject_selected(self, request: HttpRequest, queryset: QuerySet[Any]) -> None:
         self._decide_many(request, queryset, "always_reject_selected")
 
-    @csrf_protect_m
+    @csrf_protect_m  # type: ignore[untyped-decorator]
     def changeform_view(
-        self, request, object_id=None, form_url="", extra_context=None
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         """A POST with ``_decision`` decides the request; anything else is the usual page."""
         if request.method == "POST" and object_id and "_decision" in request.POST:
@@ -237,14 +245,17 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def _decide_one(self, request: HttpRequest, object_id: str) -> HttpResponse:
         obj = self.get_object(request, object_id)
         if obj is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            redirect: HttpResponse = self._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
+                request, self.opts, object_id
+            )
+            return redirect
         if not self.has_decide_permission(request):
             raise PermissionDenied
         # A request decided since the page was shown is refused by the
         # service (AlreadyDecided) and reported like any other refusal.
         always = request.POST.get("always") in ("on", "true", "1")
         try:
-            decided = approvals.decide(
+            approvals.decide(
                 obj.pk,
                 request.POST["_decision"],
                 always,
@@ -254,6 +265,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         except AgentStateError as error:
             self.message_user(request, error.detail, messages.ERROR)
             return HttpResponseRedirect(request.path)
+        decided = ApprovalRequest.objects.get(pk=obj.pk)
         self.message_user(
             request,
             _("Request %(request)s was %(status)s.")
@@ -262,7 +274,15 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         )
         return HttpResponseRedirect(reverse("admin:agentstate_approvalrequest_changelist"))
 
-    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+    def render_change_form(
+        self,
+        request: HttpRequest,
+        context: dict[str, Any],
+        add: bool = False,
+        change: bool = False,
+        form_url: str = "",
+        obj: Any = None,
+    ) -> HttpResponse:
         context["can_decide"] = (
             obj is not None and obj.status == Status.PENDING and self.has_decide_permission(request)
         )
@@ -275,13 +295,13 @@ class RunPartInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def has_view_permission(self, request, obj=None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return True
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -369,10 +389,10 @@ class RunAdmin(admin.ModelAdmin):
     def pretty_context(self, run: Run) -> str:
         return _pretty(run.context)
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj: Run | None = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
         return False
 
 
@@ -384,7 +404,7 @@ def _count_pending_in_app_list(site: admin.AdminSite) -> None:
     """
     original = site.get_app_list
 
-    def get_app_list(request, app_label=None):
+    def get_app_list(request: HttpRequest, app_label: str | None = None) -> list[Any]:
         app_list = original(request, app_label)
         for app in app_list:
             for model in app["models"]:
@@ -395,7 +415,7 @@ def _count_pending_in_app_list(site: admin.AdminSite) -> None:
                     }
         return app_list
 
-    site.get_app_list = get_app_list
+    site.get_app_list = get_app_list  # type: ignore[method-assign]
 
 
 _count_pending_in_app_list(admin.site)

@@ -5,11 +5,18 @@ authentication comes from the site's DRF settings.
 
 import functools
 import io
+from collections.abc import Callable
+from typing import IO, Any
 
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
 from rest_framework.serializers import ListField
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from agentstate.conf import agentstate_settings
@@ -22,8 +29,9 @@ from .permissions import IsAuthenticated
 from .schema import AgentStateSchema
 
 
-def _read_at_most(stream, size: int) -> bytes:
-    chunks, remaining = [], size
+def _read_at_most(stream: IO[bytes], size: int) -> bytes:
+    chunks: list[bytes] = []
+    remaining = size
     while remaining > 0:
         chunk = stream.read(min(remaining, 64 * 1024))
         if not chunk:
@@ -33,7 +41,7 @@ def _read_at_most(stream, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def buffer_unsized_body(request) -> None:
+def buffer_unsized_body(request: HttpRequest) -> None:
     """Make a chunked body (no Content-Length) visible to the parser, bounded.
 
     Django reads a body without Content-Length as empty, so a chunked request
@@ -56,32 +64,34 @@ class AgentStateAPIView(APIView):
     parser_classes = [BoundedJSONParser]
     renderer_classes = [JSONRenderer]
     permission_classes = [IsAuthenticated]
-    throttle_classes: list = []
+    throttle_classes: list[type[BaseThrottle]] = []
     # A site's DEFAULT_VERSIONING_CLASS would refuse every request without its version.
     versioning_class = None
     pagination_class = Pagination
     schema = AgentStateSchema()
 
-    def initialize_request(self, request, *args, **kwargs):
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
         buffer_unsized_body(request)
         return super().initialize_request(request, *args, **kwargs)
 
-    def get_exception_handler(self):
+    def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler
 
-    def get_authenticate_header(self, request):
+    def get_authenticate_header(self, request: Request) -> str:
         # Always 401 for a missing or bad credential, even when the site's
         # first authenticator (session auth) offers no challenge.
         return super().get_authenticate_header(request) or 'Session realm="api"'
 
-    def validated(self, serializer_class, data, **kwargs):
+    def validated(
+        self, serializer_class: type[serializers.Serializer], data: Any, **kwargs: Any
+    ) -> Any:
         serializer = serializer_class(
             data=data, context={"request": self.request, "view": self}, **kwargs
         )
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
-    def query(self, serializer_class):
+    def query(self, serializer_class: type[serializers.Serializer]) -> Any:
         """Validated query parameters (lists for ``ListField`` entries).
 
         Any other parameter given more than once is bad input: taking one of
@@ -106,8 +116,10 @@ class AgentStateAPIView(APIView):
                 raise BadInput(f"{name}: {message}", field=name) from None
             raise
 
-    def paginate(self, queryset, serializer_class):
-        paginator = self.pagination_class()
+    def paginate(
+        self, queryset: QuerySet[Any], serializer_class: type[serializers.BaseSerializer]
+    ) -> Response:
+        paginator = Pagination()
         page = paginator.paginate_queryset(queryset, self.request, view=self)
         return paginator.get_paginated_response(serializer_class(page, many=True).data)
 

@@ -1,21 +1,34 @@
-"""The OpenAPI 3 schema of agentstate's own endpoints, and Swagger UI over it.
+"""The OpenAPI 3 schema of agentstate's own endpoints, and Swagger UI and Redoc over it.
 
-Both work in a site that only adds ``agentstate`` to ``INSTALLED_APPS``
-(no ``drf_spectacular`` app, no template settings needed).
+All three work in a site that only adds ``agentstate`` to ``INSTALLED_APPS``
+(no ``drf_spectacular`` app, no template or static files settings needed),
+and on a machine without internet access. See docs/rest-api.md.
 """
 
-from django.http import HttpResponse
+import mimetypes
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import drf_spectacular_sidecar
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.urls import reverse
+from django.utils.cache import patch_cache_control
 from django.utils.html import escape
 from django.views import View
 from drf_spectacular.views import SpectacularAPIView
+from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 
 import agentstate
 
 from .errors import exception_handler
 
+# drf-spectacular's (path, path regex, method, view) of an endpoint
+Endpoint = tuple[str, str, str, Callable[..., Any]]
 
-def only_agentstate_endpoints(endpoints, **kwargs):
+
+def only_agentstate_endpoints(endpoints: list[Endpoint], **kwargs: Any) -> list[Endpoint]:
     from .base import AgentStateAPIView
 
     return [
@@ -40,17 +53,35 @@ class SchemaView(SpectacularAPIView):
     serve_public = True
     # Like the API's own views: no site-wide versioning, throttling or handler.
     versioning_class = None
-    throttle_classes: list = []
+    throttle_classes: list[type[BaseThrottle]] = []
 
-    def get_exception_handler(self):
+    def get_exception_handler(self) -> Callable[..., Response | None]:
         return exception_handler
 
 
+# The pages load Swagger UI and Redoc from the drf-spectacular-sidecar
+# package through AssetView: nothing is fetched from another host, so the
+# pages work on a machine without internet access.
+SIDECAR = (
+    Path(drf_spectacular_sidecar.__file__).resolve().parent / "static" / "drf_spectacular_sidecar"
+)
+ASSETS = {
+    "swagger-ui.css": "swagger-ui-dist/swagger-ui.css",
+    "swagger-ui-bundle.js": "swagger-ui-dist/swagger-ui-bundle.js",
+    "favicon-32x32.png": "swagger-ui-dist/favicon-32x32.png",
+    "redoc.standalone.js": "redoc/bundles/redoc.standalone.js",
+}
+ASSET_MAX_AGE = 7 * 24 * 3600
+# Nothing from another host: Redoc's own "by Redocly" logo is not fetched.
+PAGE_POLICY = "default-src 'self' 'unsafe-inline' data: blob:"
+
 SWAGGER_HTML = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>agentstate API</title>
-<link rel="stylesheet" href="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" type="image/png" href="%(favicon)s">
+<link rel="stylesheet" href="%(css)s">
 </head><body><div id="swagger-ui"></div>
-<script src="https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui-bundle.js"></script>
+<script src="%(js)s"></script>
 <script>
 SwaggerUIBundle({url: "%(schema_url)s", dom_id: "#swagger-ui", withCredentials: true,
   requestInterceptor: (r) => { const m = document.cookie.match(/csrftoken=([^;]+)/);
@@ -59,8 +90,70 @@ SwaggerUIBundle({url: "%(schema_url)s", dom_id: "#swagger-ui", withCredentials: 
 <noscript>The schema itself is at <a href="%(schema_url)s">%(schema_url)s</a>.</noscript>
 </body></html>"""
 
+REDOC_HTML = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>agentstate API</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" type="image/png" href="%(favicon)s">
+</head><body><redoc spec-url="%(schema_url)s"></redoc>
+<script src="%(js)s"></script>
+<noscript>The schema itself is at <a href="%(schema_url)s">%(schema_url)s</a>.</noscript>
+</body></html>"""
+
+
+def _page(html: str) -> HttpResponse:
+    response = HttpResponse(html)
+    response["Content-Security-Policy"] = PAGE_POLICY
+    return response
+
+
+def _asset(name: str) -> str:
+    return escape(reverse("agentstate:docs-asset", args=[name]))
+
+
+def _schema_url() -> str:
+    return escape(reverse("agentstate:schema") + "?format=json")
+
 
 class DocsView(View):
-    def get(self, request):
-        schema_url = escape(reverse("agentstate:schema") + "?format=json")
-        return HttpResponse(SWAGGER_HTML % {"schema_url": schema_url})
+    """Swagger UI over the schema: ``/api/docs/``."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return _page(
+            SWAGGER_HTML
+            % {
+                "schema_url": _schema_url(),
+                "css": _asset("swagger-ui.css"),
+                "js": _asset("swagger-ui-bundle.js"),
+                "favicon": _asset("favicon-32x32.png"),
+            }
+        )
+
+
+class RedocView(View):
+    """Redoc over the schema: ``/api/redoc/``."""
+
+    def get(self, request: HttpRequest) -> HttpResponse:
+        return _page(
+            REDOC_HTML
+            % {
+                "schema_url": _schema_url(),
+                "js": _asset("redoc.standalone.js"),
+                "favicon": _asset("favicon-32x32.png"),
+            }
+        )
+
+
+class AssetView(View):
+    """One of the few sidecar files the two pages load, cached by browsers for a week.
+
+    Served by the app so that a site needs neither ``django.contrib.staticfiles``
+    nor the sidecar in ``INSTALLED_APPS``; any other name answers 404.
+    """
+
+    def get(self, request: HttpRequest, name: str) -> FileResponse:
+        if name not in ASSETS:
+            raise Http404("No such asset.")
+        path = SIDECAR / ASSETS[name]
+        response = FileResponse(path.open("rb"), content_type=mimetypes.guess_type(path.name)[0])
+        patch_cache_control(response, public=True, max_age=ASSET_MAX_AGE)
+        return response

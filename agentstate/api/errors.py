@@ -5,6 +5,8 @@ The views use ``exception_handler`` below whatever the site's
 """
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.db import DatabaseError, InterfaceError, OperationalError, connections
@@ -25,7 +27,7 @@ class BodyTooLarge(exceptions.APIException):
         super().__init__(f"The request body is larger than {limit} bytes.")
 
 
-def first_error(detail, path: str = "") -> tuple[str, str]:
+def first_error(detail: Any, path: str = "") -> tuple[str, str]:
     """The first (field path, message) of a DRF ValidationError's detail."""
     if isinstance(detail, dict):
         key, value = next(iter(detail.items()))
@@ -37,8 +39,12 @@ def first_error(detail, path: str = "") -> tuple[str, str]:
 
 
 def error_response(
-    status_code: int, detail: str, code: str, field: str | None = None, headers=None
-):
+    status_code: int,
+    detail: str,
+    code: str,
+    field: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
     body = {"detail": detail, "code": code}
     if field:
         body["field"] = field
@@ -58,7 +64,7 @@ def drop_broken_connections() -> None:
             conn.close_if_unusable_or_obsolete()
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response | None:
     if isinstance(exc, AgentStateError):
         return error_response(exc.status, exc.detail, exc.code, exc.field)
     if isinstance(exc, Http404):
@@ -71,14 +77,17 @@ def exception_handler(exc, context):
         return error_response(400, detail, "invalid", field or None)
     if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
         headers = (
-            {"WWW-Authenticate": exc.auth_header} if getattr(exc, "auth_header", None) else None
+            {"WWW-Authenticate": auth_header}
+            if (auth_header := getattr(exc, "auth_header", None))
+            else None
         )
         return error_response(401, str(exc.detail), "not_authenticated", headers=headers)
     if isinstance(exc, exceptions.APIException):
         headers = {}
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = str(int(exc.wait))
-        code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
+        if wait := getattr(exc, "wait", None):
+            headers["Retry-After"] = str(int(wait))
+        codes = exc.get_codes()
+        code = codes if isinstance(codes, str) else str(exc.default_code)
         return error_response(exc.status_code, str(exc.detail), code, headers=headers or None)
     if isinstance(exc, OperationalError | InterfaceError):
         logger.warning("database unavailable: %s", exc)

@@ -4,6 +4,8 @@ DRF's own fields turn ``5`` into ``"5"`` and ``"true"`` into ``True``; an
 agent sending the wrong type should hear about it instead.
 """
 
+from typing import Any
+
 from rest_framework import serializers
 
 from agentstate.conf import agentstate_settings
@@ -15,11 +17,11 @@ from agentstate.validation import check_json, check_run_id, text_problem
 class StrictCharField(serializers.CharField):
     """A string kept exactly as sent: no number coerced, no whitespace trimmed."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
             raise serializers.ValidationError("Must be a string.", code="invalid")
         problem = text_problem(data)
@@ -31,7 +33,7 @@ class StrictCharField(serializers.CharField):
 class KeyField(StrictCharField):
     """A scope key, variable name, chat id, call id or tool name: 1 to 255 characters."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("max_length", KEY_LENGTH)
         kwargs.setdefault("min_length", 1)
         kwargs.setdefault("trim_whitespace", False)
@@ -40,11 +42,11 @@ class KeyField(StrictCharField):
 
 
 class RunIdField(StrictCharField):
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
         try:
             return check_run_id(value)
@@ -53,14 +55,14 @@ class RunIdField(StrictCharField):
 
 
 class StrictBooleanField(serializers.BooleanField):
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> bool:
         if not isinstance(data, bool):
             raise serializers.ValidationError("Must be true or false.", code="invalid")
         return data
 
 
 class StrictIntegerField(serializers.IntegerField):
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> int:
         if isinstance(data, bool) or not isinstance(data, int):
             raise serializers.ValidationError("Must be an integer.", code="invalid")
         return super().to_internal_value(data)
@@ -69,13 +71,13 @@ class StrictIntegerField(serializers.IntegerField):
 class AnyJSONField(serializers.JSONField):
     """Any JSON value, ``null`` included, within the depth limit."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("allow_null", True)
         super().__init__(**kwargs)
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:
         try:
-            return check_json(data, self.field_name, agentstate_settings.MAX_JSON_DEPTH)
+            return check_json(data, self.field_name or "", agentstate_settings.MAX_JSON_DEPTH)
         except BadInput as error:
             raise serializers.ValidationError(error.detail) from error
 
@@ -83,7 +85,7 @@ class AnyJSONField(serializers.JSONField):
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know, and anything but an object."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, dict):
             raise serializers.ValidationError(
                 {"non_field_errors": ["Expected a JSON object."]}, code="invalid"
@@ -97,7 +99,7 @@ class StrictSerializer(serializers.Serializer):
 class QuerySerializer(serializers.Serializer):
     """Validates ``request.query_params``; repeated parameters are allowed only for lists."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: Any) -> Any:
         unknown = sorted(set(data) - set(self.fields) - {"page", "page_size"})
         if unknown:
             raise serializers.ValidationError({unknown[0]: ["Unknown query parameter."]})

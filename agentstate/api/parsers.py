@@ -7,6 +7,8 @@ field when the problem is inside the body's outer value).
 """
 
 import json
+from collections.abc import Mapping
+from typing import IO, Any, NoReturn
 
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import BaseParser
@@ -18,14 +20,19 @@ from agentstate.validation import json_problem_at
 from .errors import BodyTooLarge
 
 
-def _reject_constant(name: str):
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
 class BoundedJSONParser(BaseParser):
     media_type = "application/json"
 
-    def parse(self, stream, media_type=None, parser_context=None):
+    def parse(
+        self,
+        stream: IO[bytes] | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> Any:
         limit = agentstate_settings.MAX_BODY_BYTES
         request = (parser_context or {}).get("request")
         declared = request.META.get("CONTENT_LENGTH") if request is not None else None

@@ -5,9 +5,14 @@ site's ``DEFAULT_SCHEMA_CLASS``), and every operation documents the error
 shape ``{"detail", "code", "field"?}`` for the statuses it can answer.
 """
 
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
+
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -20,18 +25,21 @@ COMMON_ERRORS = (400, 401, 403, 404, 405, 406, 409, 410, 412, 413, 415, 503)
 
 
 class AgentStateSchema(AutoSchema):
-    def _get_response_bodies(self, direction="response"):
+    def _get_response_bodies(
+        self, direction: Literal["request", "response"] = "response"
+    ) -> dict[str, Any]:
         bodies = super()._get_response_bodies(direction)
         for code in COMMON_ERRORS:
-            bodies.setdefault(str(code), self._get_response_for_code(ErrorSerializer, str(code)))
+            response = self._get_response_for_code(ErrorSerializer, str(code))  # type: ignore[no-untyped-call]
+            bodies.setdefault(str(code), response)
         return bodies
 
 
-def documented(**kwargs):
+def documented(**kwargs: Any) -> Callable[[F], F]:
     """``@extend_schema(**kwargs)`` on an agentstate view method."""
 
-    def decorator(method):
-        method.schema = AgentStateSchema
+    def decorator(method: F) -> F:
+        method.schema = AgentStateSchema  # type: ignore[attr-defined]
         return extend_schema(**kwargs)(method)
 
     return decorator

@@ -1,4 +1,4 @@
-"""Request and response shapes of the REST API (SPEC section 5)."""
+"""Request and response shapes of the context endpoints (docs/rest-api.md)."""
 
 from rest_framework import serializers
 
@@ -87,7 +87,9 @@ class ScopeDeleteQuery(OwnerMixin, QuerySerializer):
 
 class ScopeSerializer(serializers.ModelSerializer):
     scope = serializers.CharField(source="key")
-    owner = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    owner: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="username", read_only=True
+    )
     variables = serializers.IntegerField(source="variable_count")
 
     class Meta:

@@ -1,5 +1,7 @@
 """Shapes of ``GET /api/events/``: its query and one event."""
 
+from typing import Any
+
 from django.apps import apps
 from rest_framework import serializers
 
@@ -12,7 +14,7 @@ from .fields import KeyField, QuerySerializer
 def object_types() -> list[str]:
     """The ``object_type`` an event can name: the model names of agentstate."""
     return sorted(
-        model._meta.model_name for model in apps.get_app_config("agentstate").get_models()
+        model._meta.model_name or "" for model in apps.get_app_config("agentstate").get_models()
     )
 
 
@@ -21,14 +23,18 @@ class EventQuery(QuerySerializer):
     object_id = KeyField(required=False, max_length=Event._meta.get_field("object_id").max_length)
     kind = serializers.ChoiceField(choices=sorted(BY_KIND), required=False)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["object_type"].choices = object_types()
+        field = self.fields["object_type"]
+        assert isinstance(field, serializers.ChoiceField)
+        field.choices = object_types()
 
 
 class EventSerializer(serializers.ModelSerializer):
-    user = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
-    created_by = serializers.SlugRelatedField(
+    user: serializers.SlugRelatedField = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True
+    )
+    created_by: serializers.SlugRelatedField = serializers.SlugRelatedField(
         slug_field="username", read_only=True, allow_null=True
     )
     details = serializers.JSONField()

@@ -1,4 +1,4 @@
-"""Request and response shapes of the pause endpoints.
+"""Request and response shapes of the pause endpoints (docs/rest-api.md).
 
 ``status``, ``question_id`` and the timestamps are never writable: no
 request serializer has them, and unknown fields are refused.

@@ -6,6 +6,8 @@ The approval records map is validated by ``services.runs.check_records``
 (one rule for Python and REST callers).
 """
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -54,7 +56,7 @@ class RunSerializer(serializers.Serializer):
     """``to_json()`` of a run: what a client stores to resume it."""
 
     run_id = serializers.CharField()
-    context = serializers.JSONField(allow_null=True)
+    context = serializers.JSONField(allow_null=True)  # type: ignore[assignment]
     usage = UsageSerializer()
     approvals = RecordsField()
 
@@ -64,7 +66,7 @@ class RunCreateRequest(StrictSerializer):
         required=False,
         help_text="1 to 128 characters of A-Z a-z 0-9 . _ : - (not '.' or '..'); a UUID when omitted.",
     )
-    context = AnyJSONField(
+    context = AnyJSONField(  # type: ignore[assignment]
         required=False, help_text="The application's own data (null or omitted: {})."
     )
 
@@ -72,7 +74,9 @@ class RunCreateRequest(StrictSerializer):
 class RunUpdateRequest(StrictSerializer):
     """A partial update: ``context`` is the one writable field, so ``{}`` changes nothing."""
 
-    context = AnyJSONField(required=False, help_text="Replaces the run's context.")
+    context = AnyJSONField(  # type: ignore[assignment]
+        required=False, help_text="Replaces the run's context."
+    )
 
 
 def _count(help_text: str) -> StrictIntegerField:
@@ -94,7 +98,7 @@ class ApprovalQuery(QuerySerializer):
     tool_name = KeyField(required=False)
     call_id = KeyField(required=False)
 
-    def validate(self, data):
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         if ("tool_name" in data) != ("call_id" in data):
             missing = "call_id" if "tool_name" in data else "tool_name"
             raise serializers.ValidationError(
@@ -169,4 +173,4 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_decided_by(self, request: ApprovalRequest) -> str | None:
-        return request.decided_by.get_username() if request.decided_by_id else None
+        return request.decided_by.get_username() if request.decided_by is not None else None

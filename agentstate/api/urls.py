@@ -1,9 +1,12 @@
-"""agentstate's REST API: ``path("api/", include("agentstate.api.urls"))``."""
+"""agentstate's REST API: ``path("api/", include("agentstate.api.urls"))``.
+
+Every path is described in docs/rest-api.md.
+"""
 
 from django.urls import path
 
 from . import views_context, views_events, views_pauses, views_runs, views_webhooks
-from .docs import DocsView, SchemaView
+from .docs import AssetView, DocsView, RedocView, SchemaView
 
 app_name = "agentstate"
 
@@ -50,4 +53,6 @@ urlpatterns = [
     ),
     path("schema/", SchemaView.as_view(), name="schema"),
     path("docs/", DocsView.as_view(), name="docs"),
+    path("redoc/", RedocView.as_view(), name="redoc"),
+    path("docs/assets/<str:name>", AssetView.as_view(), name="docs-asset"),
 ]

@@ -1,7 +1,11 @@
 """``GET /api/events/``: the audit trail, limited to what the caller may see."""
 
+from typing import Any
+
 from django.db.models import Q, QuerySet
 from drf_spectacular.utils import OpenApiParameter
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from agentstate.models import Event
 
@@ -11,7 +15,7 @@ from .permissions import has_model_perm
 from .schema import documented
 
 
-def visible_events(user) -> QuerySet[Event]:
+def visible_events(user: Any) -> QuerySet[Event]:
     """Events about objects the user created or owns, or of a model it may view.
 
     ``view_event`` shows every event. ``created_by`` and ``owner`` are copied
@@ -36,7 +40,7 @@ class EventsView(AgentStateAPIView):
         responses=s.EventSerializer(many=True),
         operation_id="events_list",
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         q = self.query(s.EventQuery)
         events = visible_events(request.user).filter(**q)
         return self.paginate(events.order_by("-created_at", "-pk"), s.EventSerializer)

@@ -15,8 +15,9 @@ object), read afresh on every resume.
 
 ``context_tools`` offers agentstate's function tools (``agentstate.tools``)
 to an SDK agent as ``FunctionTool``s, so a model can keep its own context
-variables. The SDK is imported here, so import this module only where it is
-installed (``pip install django-agentstate[agents]``).
+variables. The SDK is imported here: where it is not installed, importing
+this module raises ``ImproperlyConfigured`` naming the extra
+(``pip install "django-agentstate[agents]"``). See docs/openai-agents.md.
 """
 
 from __future__ import annotations
@@ -28,18 +29,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents import (
-    Agent,
-    FunctionTool,
-    RunConfig,
-    RunContextWrapper,
-    Runner,
-    RunResult,
-    RunState,
-    Usage,
-)
-from agents.items import ToolApprovalItem
-from agents.tool_context import ToolContext as SDKToolContext
+from django.core.exceptions import ImproperlyConfigured
+
+from agentstate.extras import missing
+
+try:
+    from agents import (
+        Agent,
+        FunctionTool,
+        RunConfig,
+        RunContextWrapper,
+        Runner,
+        RunResult,
+        RunState,
+        Usage,
+    )
+    from agents.items import ToolApprovalItem
+    from agents.tool_context import ToolContext as SDKToolContext
+except ImportError as error:
+    raise missing("agents", "agentstate.contrib.openai_agents", error) from error
 from asgiref.sync import async_to_sync, sync_to_async
 
 from agentstate.exceptions import ScopeNotFound, VariableNotFound
@@ -134,9 +142,10 @@ class ServiceStore:
         from agentstate.services import context
 
         try:
-            return context.pop(STATE_SCOPE, run_id, actor="openai-agents")
+            saved: str = context.pop(STATE_SCOPE, run_id, actor="openai-agents")
         except (ScopeNotFound, VariableNotFound):
             return None
+        return saved
 
     @staticmethod
     def _review(request: Any) -> Review:
@@ -152,14 +161,25 @@ class ServiceStore:
 
 
 class RemoteStore:
-    """The bridge's storage over REST (``agentstate.client``), for processes outside the site.
+    """The bridge's storage over REST, for processes outside the site.
 
-    The waiting state is a context variable of the client's user. REST shows
-    no ``always`` on a request: it is read from the run's approval records.
+    ``client`` is an ``agentstate_client.AgentStateClient`` (the separate
+    ``agentstate-client`` distribution). The waiting state is a context
+    variable of the client's user. REST shows no ``always`` on a request: it
+    is read from the run's approval records.
     """
 
     def __init__(self, client: Any) -> None:
+        try:
+            from agentstate_client import ScopeNotFound as RemoteScopeNotFound
+            from agentstate_client import VariableNotFound as RemoteVariableNotFound
+        except ImportError as error:
+            raise ImproperlyConfigured(
+                "RemoteStore talks to the REST API through agentstate-client: "
+                "pip install agentstate-client (client/ in the agentstate repository)."
+            ) from error
         self.client = client
+        self._absent = (RemoteScopeNotFound, RemoteVariableNotFound)
 
     def create_run(self, run_id: str | None, context: Any) -> tuple[str, Any]:
         run = self.client.create_run(run_id, context)
@@ -184,9 +204,10 @@ class RemoteStore:
 
     def take_state(self, run_id: str) -> str | None:
         try:
-            return self.client.pop(STATE_SCOPE, run_id)
-        except (ScopeNotFound, VariableNotFound):
+            saved: str = self.client.pop(STATE_SCOPE, run_id)
+        except self._absent:
             return None
+        return saved
 
     @staticmethod
     def _review(request: dict[str, Any], records: dict[str, Any]) -> Review:
@@ -254,6 +275,7 @@ class ApprovalBridge:
         try:
             context = await self._db(self.store.run_context, run_id)
             state = await RunState.from_string(self.agent, saved, context_override=context)
+            assert state._context is not None  # a restored state has its context
             counted = _copy_usage(state._context.usage)
             await self._apply_decisions(run_id, state)
             result = await self._run(state)

@@ -24,7 +24,8 @@ def call(name, method, path, body=None):
     response = (
         getattr(client, method)(path, data, **kwargs) if data else getattr(client, method)(path)
     )
-    out[name] = [response.status_code, response.content.decode()[:2000]]
+    body = b"".join(response) if response.streaming else response.content
+    out[name] = [response.status_code, body.decode()[:2000]]
 
 
 call("put", "put", "/api/context/", {"scope": "s", "name": "x", "value": [1]})
@@ -32,5 +33,9 @@ call("bad", "post", "/api/context/push/", {"scope": "s", "name": "x", "value": 1
 call("missing", "get", "/api/context/?scope=none")
 call("scopes", "get", "/api/scopes/")
 call("schema", "get", "/api/schema/?format=json")
+call("docs", "get", "/api/docs/")
+call("redoc", "get", "/api/redoc/")
+call("asset", "get", "/api/docs/assets/swagger-ui-bundle.js")
+call("no_asset", "get", "/api/docs/assets/LICENSE")
 out["anonymous"] = Client().get("/api/scopes/").status_code
 print(json.dumps(out))

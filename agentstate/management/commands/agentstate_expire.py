@@ -1,5 +1,7 @@
 """``manage.py agentstate_expire``: the expiry sweep, for sites that use cron."""
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from agentstate.services import webhooks
@@ -20,7 +22,9 @@ class Command(BaseCommand):
             help="Rows per statement (default: AGENTSTATE['SWEEP_BATCH_SIZE']).",
         )
 
-    def handle(self, *args, batch_size: int | None = None, verbosity: int = 1, **options) -> None:
+    def handle(
+        self, *args: Any, batch_size: int | None = None, verbosity: int = 1, **options: Any
+    ) -> None:
         if batch_size is not None and batch_size < 1:
             raise CommandError("--batch-size must be a positive integer.", returncode=2)
 

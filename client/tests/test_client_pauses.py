@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.db.models.functions import Now
 
-from agentstate import exceptions as domain
-from agentstate.client import (
+from agentstate.models import PausedRun
+from agentstate_client import (
     AlreadyClaimed,
     AlreadyResolved,
     InvalidInput,
@@ -17,9 +17,6 @@ from agentstate.client import (
     PermissionDenied,
     QuestionSuperseded,
 )
-from agentstate.models import PausedRun
-
-from .client_support import ac, remote  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,18 +38,15 @@ def test_claim_refusals_are_distinct(ac):
     second = ac.put_pause("chat", "c", "alice", None)
     with pytest.raises(QuestionSuperseded) as caught:
         ac.claim("chat", "c", first["question_id"])
-    assert isinstance(caught.value, domain.QuestionSuperseded)
     ac.claim("chat", "c", second["question_id"])
     with pytest.raises(AlreadyClaimed) as caught:
         ac.claim("chat", "c", second["question_id"])
-    assert isinstance(caught.value, domain.AlreadyClaimed)
     assert (caught.value.status, caught.value.code) == (409, "already_claimed")
     ac.resolve("chat", "c")
     with pytest.raises(AlreadyResolved):
         ac.claim("chat", "c", second["question_id"])
     with pytest.raises(PauseNotFound) as caught:
         ac.claim("chat", "nope", second["question_id"])
-    assert isinstance(caught.value, domain.PauseNotFound)
 
 
 def test_claim_after_expiry_is_refused(ac):
@@ -60,7 +54,6 @@ def test_claim_after_expiry_is_refused(ac):
     PausedRun.objects.filter(chat_id="chat").update(expires_at=Now() - timedelta(seconds=1))
     with pytest.raises(PauseExpired) as caught:
         ac.claim("chat", "c", pause["question_id"])
-    assert isinstance(caught.value, domain.PauseExpired)
     assert (caught.value.status, caught.value.code) == (410, "expired")
 
 
@@ -69,9 +62,8 @@ def test_resolve_and_cancel_refusals(ac):
     with pytest.raises(NotClaimed):
         ac.resolve("chat", "c")
     ac.claim("chat", "c", pause["question_id"])
-    with pytest.raises(NotPending) as caught:
+    with pytest.raises(NotPending):
         ac.cancel("chat", "c")
-    assert isinstance(caught.value, domain.NotPending)
     ac.put_pause("chat", "d", "alice", None)
     assert ac.cancel("chat", "d") is None
     for call in (lambda: ac.resolve("chat", "d"), lambda: ac.cancel("chat", "d")):

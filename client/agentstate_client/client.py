@@ -1,11 +1,9 @@
-"""A typed, synchronous Python client for agentstate's REST API (SPEC section 5).
+"""A typed, synchronous Python client for agentstate's REST API.
 
 Agent runtimes that are not the Django site talk to it over HTTP; this
-module lets a Python one do so with the same names and the same exceptions
-as the in-process services: ``except agentstate.exceptions.AlreadyClaimed``
-catches the refusal whether it came from ``agentstate.services`` or from a
-server through this client. It imports neither Django nor the app's models,
-so it works in any process that has ``httpx``.
+client lets a Python one do so with the names of the in-process services
+and errors of the same names (``agentstate_client.errors``). It needs only
+``httpx``: it imports neither Django nor the app.
 
 Retries are bounded, with exponential backoff, and only where repeating a
 request cannot change its outcome: reads, idempotent writes (a put without
@@ -19,188 +17,42 @@ from __future__ import annotations
 import logging
 import random
 import time
-import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any, Literal, TypedDict, TypeVar
 from urllib.parse import quote
 
 import httpx
 
-from agentstate import exceptions as domain
+from .errors import (
+    AlreadyClaimed,
+    AlreadyDecided,
+    AlreadyResolved,
+    APIError,
+    ApprovalRequestExpired,
+    ApprovalRequestNotFound,
+    BodyTooLarge,
+    Conflict,
+    Expired,
+    InvalidInput,
+    NotAuthenticated,
+    NotClaimed,
+    NotFound,
+    NotPending,
+    PauseExpired,
+    PauseNotFound,
+    PermissionDenied,
+    QuestionSuperseded,
+    RunExists,
+    RunNotFound,
+    ScopeNotFound,
+    ServiceUnavailable,
+    TypeConflict,
+    Unreachable,
+    VariableNotFound,
+    VersionMismatch,
+)
 
 logger = logging.getLogger(__name__)
-
-__all__ = [
-    "AgentStateClient",
-    "RemoteToolContext",
-    "RemoteSharedState",
-    "APIError",
-    "InvalidInput",
-    "NotAuthenticated",
-    "PermissionDenied",
-    "NotFound",
-    "ScopeNotFound",
-    "VariableNotFound",
-    "PauseNotFound",
-    "RunNotFound",
-    "ApprovalRequestNotFound",
-    "Conflict",
-    "TypeConflict",
-    "VersionMismatch",
-    "AlreadyClaimed",
-    "AlreadyResolved",
-    "QuestionSuperseded",
-    "NotClaimed",
-    "NotPending",
-    "RunExists",
-    "AlreadyDecided",
-    "Expired",
-    "PauseExpired",
-    "ApprovalRequestExpired",
-    "BodyTooLarge",
-    "ServiceUnavailable",
-    "Unreachable",
-]
-
-
-# Errors: every client error is an ``APIError``; each domain refusal is also
-# the matching ``agentstate.exceptions`` class.
-
-
-class APIError(domain.AgentStateError):
-    """A refusal from the server (or no answer at all); ``status`` and ``code`` as sent.
-
-    It sets no class-level ``status`` or ``code``: a subclass that is also a
-    domain error keeps that error's.
-    """
-
-    def __init__(
-        self,
-        detail: str | None = None,
-        *,
-        field: str | None = None,
-        status: int | None = None,
-        code: str | None = None,
-        response: httpx.Response | None = None,
-    ) -> None:
-        super().__init__(detail, field=field)
-        if status is not None:
-            self.status = status
-        if code is not None:
-            self.code = code
-        self.response = response
-
-
-class InvalidInput(APIError, domain.BadInput):
-    """400 ``invalid`` or ``parse_error``; ``field`` names the first bad field."""
-
-    status = 400
-    code = "invalid"
-
-
-class NotAuthenticated(APIError):
-    status = 401
-    code = "not_authenticated"
-
-
-class PermissionDenied(APIError, PermissionError):
-    status = 403
-    code = "permission_denied"
-
-
-class NotFound(APIError, domain.NotFound):
-    pass
-
-
-class ScopeNotFound(NotFound, domain.ScopeNotFound):
-    pass
-
-
-class VariableNotFound(NotFound, domain.VariableNotFound):
-    pass
-
-
-class PauseNotFound(NotFound, domain.PauseNotFound):
-    pass
-
-
-class RunNotFound(NotFound, domain.RunNotFound):
-    pass
-
-
-class ApprovalRequestNotFound(NotFound, domain.ApprovalRequestNotFound):
-    pass
-
-
-class Conflict(APIError, domain.Conflict):
-    pass
-
-
-class TypeConflict(Conflict, domain.TypeConflict):
-    pass
-
-
-class VersionMismatch(APIError, domain.VersionMismatch):
-    pass
-
-
-class AlreadyClaimed(Conflict, domain.AlreadyClaimed):
-    pass
-
-
-class AlreadyResolved(Conflict, domain.AlreadyResolved):
-    pass
-
-
-class QuestionSuperseded(Conflict, domain.QuestionSuperseded):
-    pass
-
-
-class NotClaimed(Conflict, domain.NotClaimed):
-    pass
-
-
-class NotPending(Conflict, domain.NotPending):
-    pass
-
-
-class RunExists(Conflict, domain.RunExists):
-    pass
-
-
-class AlreadyDecided(Conflict, domain.AlreadyDecided):
-    pass
-
-
-class Expired(APIError, domain.Expired):
-    pass
-
-
-class PauseExpired(Expired, domain.PauseExpired):
-    pass
-
-
-class ApprovalRequestExpired(Expired, domain.ApprovalRequestExpired):
-    pass
-
-
-class BodyTooLarge(APIError):
-    status = 413
-    code = "body_too_large"
-
-
-class ServiceUnavailable(APIError):
-    """503: the server's database is unreachable; nothing was changed."""
-
-    status = 503
-    code = "service_unavailable"
-
-
-class Unreachable(ServiceUnavailable, ConnectionError):
-    """No answer: the connection failed or timed out (``status`` 0)."""
-
-    status = 0
-    code = "unreachable"
 
 
 _BY_CODE: dict[str, type[APIError]] = {
@@ -354,7 +206,7 @@ class TokenAuth(httpx.Auth):
     def __init__(self, token: str) -> None:
         self.token = token
 
-    def auth_flow(self, request: httpx.Request):
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         request.headers["Authorization"] = f"Token {self.token}"
         yield request
 
@@ -533,7 +385,7 @@ class AgentStateClient:
         """The value, or ``default`` when absent, the scope unknown or the server unreachable."""
         try:
             values = self.get(scope, [key], owner=owner)
-        except domain.ScopeNotFound:
+        except ScopeNotFound:
             return default
         except Exception:
             logger.warning(
@@ -764,95 +616,3 @@ def _body(**fields: Any) -> dict[str, Any]:
 
 def _run_path(run_id: str, action: str) -> str:
     return f"runs/{quote(run_id, safe='')}/{action}"
-
-
-# ToolContext over REST.
-
-
-class RemoteSharedState:
-    """A handle on one scope of one server: what contexts pass to share state."""
-
-    def __init__(self, client: AgentStateClient, scope: str, owner: str | None = None) -> None:
-        self.client = client
-        self.scope = scope
-        self.owner = owner
-
-    def __repr__(self) -> str:
-        return f"RemoteSharedState(scope={self.scope!r}, owner={self.owner!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RemoteSharedState) and (
-            other.client,
-            other.scope,
-            other.owner,
-        ) == (self.client, self.scope, self.owner)
-
-    def __hash__(self) -> int:
-        return hash((id(self.client), self.scope, self.owner))
-
-
-T = TypeVar("T")
-
-
-class RemoteToolContext:
-    """``agentstate.toolcontext.ToolContext`` with its state kept over REST.
-
-    A conversation id, a shared state handle (a scope on the server) and
-    typed extensions (in-process objects keyed by type, never sent). Over
-    REST the actor recorded for a change is the authenticated user.
-    """
-
-    def __init__(
-        self,
-        client: AgentStateClient,
-        *,
-        conversation_id: str | None = None,
-        shared_state: RemoteSharedState | None = None,
-        _extensions: dict[type, Any] | None = None,
-    ) -> None:
-        self.client = client
-        self._conversation_id = conversation_id
-        self._state = shared_state or RemoteSharedState(client, f"toolcontext-{uuid.uuid4()}")
-        self._extensions = {} if _extensions is None else _extensions
-
-    def _derive(self, **changes: Any) -> RemoteToolContext:
-        fields = {
-            "conversation_id": self._conversation_id,
-            "shared_state": self._state,
-            "_extensions": self._extensions,
-        }
-        fields.update(changes)
-        return RemoteToolContext(self.client, **fields)
-
-    @property
-    def conversation_id(self) -> str | None:
-        return self._conversation_id
-
-    def with_conversation_id(self, conversation_id: str) -> RemoteToolContext:
-        return self._derive(conversation_id=conversation_id)
-
-    def with_caller(self, conversation_id: str) -> RemoteToolContext:
-        """Another identity sharing this context's state and extensions."""
-        return self._derive(conversation_id=conversation_id)
-
-    def with_shared_state(self, handle: RemoteSharedState) -> RemoteToolContext:
-        return self._derive(shared_state=handle)
-
-    def shared_state(self) -> RemoteSharedState:
-        return self._state
-
-    def get_state(self, key: str, default: Any = None) -> Any:
-        """Never fails: the value, or ``default`` (absent, unknown scope, unreachable)."""
-        return self._state.client.get_state(
-            self._state.scope, key, default, owner=self._state.owner
-        )
-
-    def set_state(self, key: str, value: Any) -> None:
-        """Raises on any failure: a lost write is never silent."""
-        self._state.client.set_state(self._state.scope, key, value, owner=self._state.owner)
-
-    def set_ext(self, value: Any) -> None:
-        self._extensions[type(value)] = value
-
-    def get_ext(self, cls: type[T]) -> T | None:
-        return self._extensions.get(cls)

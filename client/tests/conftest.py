@@ -1,4 +1,9 @@
-"""Fixtures of the client tests: clients of a live server, a failing relay transport."""
+"""Fixtures of the client's tests: clients of a live server, a failing relay transport.
+
+The server is pytest-django's ``live_server`` running the app on the test
+settings (``tests/settings.py``) and database; the users come from the
+suite's own fixtures (``tests/conftest.py``).
+"""
 
 import socket
 
@@ -6,7 +11,8 @@ import httpx
 import pytest
 from rest_framework.authtoken.models import Token
 
-from agentstate.client import AgentStateClient
+from agentstate_client import AgentStateClient
+from tests.conftest import alice, api_for, bob, make_user  # noqa: F401 - fixtures
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from datetime import timedelta
 import pytest
 from django.db.models.functions import Now
 
-from agentstate import exceptions as domain
-from agentstate.client import (
+from agentstate.models import ApprovalRequest
+from agentstate_client import (
     AlreadyDecided,
     ApprovalRequestExpired,
     ApprovalRequestNotFound,
@@ -15,9 +15,6 @@ from agentstate.client import (
     RunExists,
     RunNotFound,
 )
-from agentstate.models import ApprovalRequest
-
-from .client_support import ac, remote  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,12 +41,10 @@ def test_run_refusals(ac, remote, bob):
     ac.create_run("run-1")
     with pytest.raises(RunExists) as caught:
         ac.create_run("run-1")
-    assert isinstance(caught.value, domain.RunExists)
     assert (caught.value.status, caught.value.code) == (409, "run_exists")
     for call in (lambda: ac.get_run("nope"), lambda: remote(bob).get_run("run-1")):
         with pytest.raises(RunNotFound) as caught:
             call()
-        assert isinstance(caught.value, domain.RunNotFound)
     with pytest.raises(InvalidInput) as caught:
         ac.create_run("..")
     assert caught.value.field == "run_id"
@@ -111,7 +106,6 @@ def test_review_queue(ac, remote, make_user):
     assert ac.is_tool_approved("run-1", "mail", "c1") is True
     with pytest.raises(AlreadyDecided) as caught:
         reviewer.decide(request["id"], "reject")
-    assert isinstance(caught.value, domain.AlreadyDecided)
     with pytest.raises(ApprovalRequestNotFound) as caught:
         reviewer.decide(10**9, "approve")
     assert caught.value.status == 404
@@ -126,5 +120,4 @@ def test_deciding_an_expired_request_is_refused(ac, remote, make_user):
     reviewer = remote(make_user("reviewer", "agentstate.decide_approvalrequest"))
     with pytest.raises(ApprovalRequestExpired) as caught:
         reviewer.decide(request["id"], "approve")
-    assert isinstance(caught.value, domain.ApprovalRequestExpired)
     assert (caught.value.status, caught.value.code) == (410, "expired")

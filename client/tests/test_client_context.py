@@ -6,9 +6,9 @@ the client talks to it over real HTTP with token or basic auth.
 
 import httpx
 import pytest
+from conftest import closed_port
 
-from agentstate import exceptions as domain
-from agentstate.client import (
+from agentstate_client import (
     AgentStateClient,
     BodyTooLarge,
     InvalidInput,
@@ -23,8 +23,6 @@ from agentstate.client import (
     VariableNotFound,
     VersionMismatch,
 )
-
-from .client_support import ac, closed_port, relay, remote  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -54,7 +52,6 @@ def test_put_stores_null_and_if_version_guards(ac):
     assert ac.put("s", "x", 5, if_version=1)["version"] == 2
     with pytest.raises(VersionMismatch) as caught:
         ac.put("s", "x", 6, if_version=1)
-    assert isinstance(caught.value, domain.VersionMismatch)
     assert (caught.value.status, caught.value.code) == (412, "version_mismatch")
     assert ac.get("s", ["x"]) == {"x": 5}
 
@@ -68,13 +65,11 @@ def test_missing_scope_and_variable_raise_distinct_errors(ac):
     ):
         with pytest.raises(ScopeNotFound) as caught:
             call()
-        assert isinstance(caught.value, domain.ScopeNotFound)
         assert caught.value.code == "scope_not_found"
     ac.put("s", "other", 1)
     for call in (lambda: ac.delete("s", "x"), lambda: ac.pop("s", "x")):
         with pytest.raises(VariableNotFound) as caught:
             call()
-        assert isinstance(caught.value, domain.VariableNotFound)
 
 
 def test_type_conflicts_change_nothing(ac):
@@ -82,7 +77,7 @@ def test_type_conflicts_change_nothing(ac):
     with pytest.raises(TypeConflict) as caught:
         ac.push("s", "n", 1)
     assert (caught.value.status, caught.value.code) == (409, "type_conflict")
-    with pytest.raises(domain.TypeConflict):
+    with pytest.raises(TypeConflict):
         ac.pop("s", "n")
     assert ac.get("s", ["n"]) == {"n": 5}
 
@@ -92,7 +87,6 @@ def test_bad_input_names_the_field(ac):
     with pytest.raises(InvalidInput) as caught:
         ac.pop("s", "x", "middle")
     assert (caught.value.status, caught.value.field) == (400, "mode")
-    assert isinstance(caught.value, domain.BadInput)
     with pytest.raises(InvalidInput) as caught:
         ac.put("k" * 256, "x", 1)
     assert caught.value.field == "scope"
