@@ -45,6 +45,19 @@ def _reviewer():
     return get_user_model()._default_manager.get_or_create(username="bench-reviewer")[0]
 
 
+def _subscribed(on: bool) -> None:
+    """One active webhook for ``approval.requested`` (its outbox row written with each
+    filed request, its delivery queued on the broker after commit), or none."""
+    from agentstate.models import Webhook
+
+    if not on:
+        Webhook.objects.update(active=False)
+    elif not Webhook.objects.filter(active=True).exists():
+        Webhook.objects.create(
+            url="https://hooks.example.com/bench", kinds=["approval.requested"], secret="whsec_x"
+        )
+
+
 def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
     """Our operations; ``supply``: the most operations one worker can run in a measurement."""
 
@@ -89,7 +102,14 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
         return supplied(runs.approve, calls)
 
     def request_approval(i: int) -> Op:
+        _subscribed(False)
         (run,) = _runs(fresh("request"), 1)
+        calls = ((run, "mail", f"call-{n}", {"to": "a@example.com"}) for n in range(supply))
+        return supplied(approvals.request_approval, calls)
+
+    def request_approval_webhook(i: int) -> Op:
+        _subscribed(True)
+        (run,) = _runs(fresh("request-webhook"), 1)
         calls = ((run, "mail", f"call-{n}", {"to": "a@example.com"}) for n in range(supply))
         return supplied(approvals.request_approval, calls)
 
@@ -114,6 +134,7 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
         "claim": ("write", claim),
         "approve": ("write", approve),
         "request approval": ("write", request_approval),
+        "request approval, webhook": ("write", request_approval_webhook),
         "decide": ("write", decide),
         "add_usage": ("write", add_usage),
     }

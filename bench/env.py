@@ -11,6 +11,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_URL = "postgres://postgres@127.0.0.1:5432/agentstate_bench"
+# Webhook deliveries are queued on the broker after commit, as in production: Redis
+# (``REDIS_URL``, default database 14 on 127.0.0.1, emptied first).
+DEFAULT_BROKER = "redis://127.0.0.1:6379/14"
 
 
 def database_url() -> str:
@@ -39,9 +42,13 @@ def create_database() -> None:
 
 
 def setup_django(settings: str = "project.settings") -> None:
-    """Django on the benchmark database, DEBUG off (it would keep every query)."""
+    """Django on the benchmark database and broker, DEBUG off (it would keep every query)."""
     sys.path.insert(0, str(ROOT))
     database_url()
+    if os.environ.setdefault("REDIS_URL", DEFAULT_BROKER) == DEFAULT_BROKER:
+        import redis
+
+        redis.Redis.from_url(DEFAULT_BROKER).flushdb()  # the deliveries a last run queued
     os.environ["DJANGO_SETTINGS_MODULE"] = settings
     os.environ["DJANGO_DEBUG"] = "0"
     import django

@@ -36,8 +36,9 @@ from bench import env
 WORKERS = (1, 8)
 # Each figure over its baseline: the Python API over the Django-cursor loop, ours over
 # LangGraph's store (more than the goal), REST over the bare DRF view; push/pop's cost at
-# the longest list over the shortest's (at most the goal).
-GOALS = {"api": 0.8, "peer": 1.0, "http": 0.9, "scale": 1.5}
+# the longest list over the shortest's (at most the goal); filing an approval request with a
+# webhook's outbox row over the same call without one (at most the goal).
+GOALS = {"api": 0.8, "peer": 1.0, "http": 0.9, "scale": 1.5, "outbox": 1.1}
 # Round trips: one per operation on PostgreSQL; the token lookup and the operation per request.
 TRIPS = {"api": 1, "http": 2}
 RATE_CEILING = 5000  # operations per second per core that a supply must outlast
@@ -124,11 +125,15 @@ def ratios(results: dict) -> dict:
     pp = results["push_pop"]
     shortest, longest = pp[min(pp, key=int)], pp[max(pp, key=int)]
     out["push_pop"] = {op: round(shortest[op] / longest[op], 3) for op in shortest}
+    out["outbox"] = {
+        workers: round(ops["request approval"]["ops"] / ops["request approval, webhook"]["ops"], 3)
+        for workers, ops in results["api"].items()
+    }
     return out
 
 
 def met(value: float, goal: str) -> str:
-    if goal == "scale":
+    if goal in ("scale", "outbox"):
         ok = value <= GOALS[goal]
     elif goal == "peer":
         ok = value > GOALS[goal]
@@ -202,11 +207,17 @@ def report(results: dict) -> None:
         "\npush/pop cost at the longest list over the shortest:",
         ", ".join(f"{op} {v:.2f}x {met(v, 'scale')}" for op, v in r["push_pop"].items()),
     )
-    for rows, f in results["sweep"].items():
-        print(
-            f"sweep of {int(rows):,} expired pauses: {f['seconds']:.1f} s, "
-            f"peak memory +{f['peak_mib']:.0f} MiB (fill {f['fill_seconds']:.1f} s)"
-        )
+    print(
+        "filing an approval request with a webhook's outbox row over without one: "
+        + ", ".join(f"{v:.2f}x @{w} {met(v, 'outbox')}" for w, v in r["outbox"].items())
+        + f" (goal at most {GOALS['outbox']}x)"
+    )
+    for what, label in (("sweep", "expired pauses"), ("retention", "events past retention")):
+        for rows, f in results[what].items():
+            print(
+                f"sweep of {int(rows):,} {label}: {f['seconds']:.1f} s, "
+                f"peak memory +{f['peak_mib']:.0f} MiB (fill {f['fill_seconds']:.1f} s)"
+            )
 
 
 def markdown(results: dict) -> str:
@@ -279,10 +290,17 @@ def markdown(results: dict) -> str:
     for op, ratio in r["push_pop"].items():
         rates = " | ".join(f"{f[op]:,.0f}/s" for f in results["push_pop"].values())
         lines.append(f"| {op} | {rates} | {ratio:.2f} |")
+    lines += [
+        "",
+        f"| filing an approval request: with a webhook / without (≤ {GOALS['outbox']}) | @1 | @8 |",
+        "|---|--:|--:|",
+        f"| cost of the outbox row | {r['outbox']['1']:.2f} | {r['outbox']['8']:.2f} |",
+    ]
     lines += ["", "| expiry sweep | time | peak memory growth |", "|---|--:|--:|"]
     lines += [
-        f"| {int(rows):,} expired pauses | {f['seconds']:.1f} s | {f['peak_mib']:.0f} MiB |"
-        for rows, f in results["sweep"].items()
+        f"| {int(rows):,} {label} | {f['seconds']:.1f} s | {f['peak_mib']:.0f} MiB |"
+        for what, label in (("sweep", "expired pauses"), ("retention", "events past retention"))
+        for rows, f in results[what].items()
     ]
     return "\n".join(lines) + "\n"
 
@@ -378,6 +396,7 @@ def main() -> None:
         ("http", lambda: web.measure(http_seconds, int(http_seconds * 2000))),
         ("push_pop", lambda: scale.push_pop(*((100, 3) if args.quick else (300, 5)))),
         ("sweep", lambda: {str(rows): scale.expiry_sweep(rows) for rows in sweeps}),
+        ("retention", lambda: {str(rows): scale.retention_sweep(rows) for rows in sweeps}),
     ]
     for name, step in steps:
         print(f"{name}...", flush=True)

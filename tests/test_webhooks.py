@@ -1,6 +1,12 @@
 """Webhooks: signed the Standard Webhooks way, refused targets, retries, the REST API."""
 
+import os
+import socket
+import subprocess
+import sys
+import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from standardwebhooks import Webhook as Verifier
@@ -204,3 +210,45 @@ def test_a_name_that_does_not_resolve_yet_is_accepted_and_checked_at_each_attemp
     delivery = a_delivery(hook)
     assert webhooks.deliver(delivery.pk) is not None
     assert "cannot resolve" in delivery.attempt_log.get().error
+
+
+def _docs_receiver() -> str:
+    """The receiver example of the webhooks page, as printed there."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "webhooks.md").read_text()
+    section = page.split("## A receiver", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_the_docs_receiver_example_verifies_and_acknowledges_a_delivery(settings, tmp_path):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = _docs_receiver()
+    assert '("", 8080)' in code
+    script = tmp_path / "receiver.py"
+    script.write_text(code.replace('("", 8080)', f'("127.0.0.1", {port})'))
+    hook = webhooks.create_webhook(f"http://127.0.0.1:{port}/hook")
+    env = {**os.environ, "WEBHOOK_SECRET": hook.secret, "PYTHONUNBUFFERED": "1"}
+    server = subprocess.Popen(
+        [sys.executable, str(script)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        for _ in range(100):  # until it listens
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        delivery = a_delivery(hook)
+        assert webhooks.deliver(delivery.pk) is None
+        forged = webhooks.create_webhook(f"http://127.0.0.1:{port}/hook")  # another secret
+        refused = a_delivery(forged)
+        assert webhooks.deliver(refused.pk) is not None, "a bad signature is not acknowledged"
+    finally:
+        server.terminate()
+        printed, _ = server.communicate(timeout=10)
+    delivery.refresh_from_db()
+    assert delivery.status == Delivery.Status.DELIVERED
+    assert [a.status_code for a in delivery.attempt_log.all()] == [204]
+    assert [a.status_code for a in refused.attempt_log.all()] == [400]
+    assert printed.splitlines() == ["approval.requested {'tool_name': 'mail'}"]
