@@ -80,6 +80,12 @@ class ApprovalRequestNotFound(NotFound):
     template = "Approval request {id} not found."
 
 
+class PolicyNotFound(NotFound):
+    code = "not_found"
+    default_detail = "Approval policy not found."
+    template = "Approval policy {policy_id} not found."
+
+
 class Conflict(AgentStateError):
     status = 409
     code = "conflict"
@@ -175,6 +181,23 @@ class AlreadyDecided(Conflict):
             decider = get_user_model()._default_manager.filter(pk=decided_by_id).first()
             username = None if decider is None else decider.get_username()
         return super().of(field=field, **facts, by=f" by {username}" if username else "")
+
+
+class AlreadyRevoked(Conflict):
+    code = "already_revoked"
+    default_detail = "The approval policy was already revoked."
+    template = "Approval policy {policy_id} was already revoked."
+
+
+class BudgetExceeded(Conflict):
+    """An ``add_usage`` that would take a budget past a cap: nothing was added."""
+
+    code = "budget_exceeded"
+    default_detail = "The usage would exceed a budget."
+    template = (
+        "Adding {increment} {counter} would exceed the {budget} budget's cap of {cap}"
+        " ({used} used); nothing was added."
+    )
 
 
 class Expired(AgentStateError):

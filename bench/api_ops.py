@@ -223,6 +223,7 @@ def statements() -> dict[str, dict[str, int]]:
     the Django-cursor floor's beside them; made in this process, on objects of their own."""
     from bench import counts
 
+    prepare_baselines()
     operations = {
         **our_operations(4),
         **{k: v for k, v in baseline_operations().items() if k.startswith("Django")},
