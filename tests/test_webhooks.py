@@ -204,3 +204,40 @@ def test_a_name_that_does_not_resolve_yet_is_accepted_and_checked_at_each_attemp
     delivery = a_delivery(hook)
     assert webhooks.deliver(delivery.pk) is not None
     assert "cannot resolve" in delivery.attempt_log.get().error
+
+
+# The admin
+
+
+@pytest.fixture
+def admin_client():
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "x"))
+    return client
+
+
+def test_a_webhook_added_in_the_admin_shows_its_secret_once(admin_client, settings):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    page = admin_client.post(
+        "/admin/agentstate/webhook/add/",
+        {"url": "http://127.0.0.1:9/hook", "kinds": '["approval.requested"]', "active": "on"},
+        follow=True,
+    )
+    hook = Webhook.objects.get()
+    assert hook.secret.startswith("whsec_") and hook.kinds == ["approval.requested"]
+    assert hook.secret in page.content.decode()
+
+
+def test_a_webhook_changed_in_the_admin_is_saved(admin_client, settings):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    hook = webhooks.create_webhook("http://127.0.0.1:9/hook")
+    page = admin_client.post(
+        f"/admin/agentstate/webhook/{hook.pk}/change/",
+        {"url": "http://127.0.0.1:9/other", "kinds": "[]"},
+    )
+    assert page.status_code == 302, page.content
+    hook.refresh_from_db()
+    assert hook.url == "http://127.0.0.1:9/other" and not hook.active
