@@ -3,7 +3,7 @@
 import functools
 import json
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from django.db import (
     OperationalError,
@@ -122,4 +122,5 @@ def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
 
 @functools.cache
 def _columns(model: type[models.Model]) -> dict[str, models.Field]:
-    return {field.column: field for field in model._meta.concrete_fields}
+    # A concrete field is one with a column.
+    return {cast(str, field.column): field for field in model._meta.concrete_fields}

@@ -10,7 +10,7 @@ the outbox wrote for them, go out after the commit.
 import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.db import models, transaction
 
@@ -98,7 +98,7 @@ def new(
         kind=kind,
         actor=by.name,
         user_id=by.user_id,
-        object_type=model._meta.model_name,
+        object_type=cast(str, model._meta.model_name),  # set for every model class
         object_id=object_id,
         created_by_id=created_by_id,
         owner=owner,

@@ -24,6 +24,7 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
 from agentstate.exceptions import BadInput
@@ -72,7 +73,8 @@ def resolve(url: str, allow_private: bool) -> str:
         infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
     except (OSError, ValueError) as error:
         raise Unresolved(f"url: cannot resolve {parts.hostname!r}: {error}", field="url") from None
-    addresses = [info[4][0] for info in infos]
+    # An AF_INET or AF_INET6 address (what a host name resolves to) starts with its text.
+    addresses = [cast(str, info[4][0]) for info in infos]
     if not allow_private:
         for address in addresses:
             ip = ipaddress.ip_address(address.split("%", 1)[0])
@@ -113,15 +115,14 @@ def post(
 
 def _send(url: str, address: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
     parts = urlsplit(url)
+    hostname = cast(str, parts.hostname)  # resolve() has refused a URL without one
     port = parts.port or SCHEMES[parts.scheme]
     if parts.scheme == "https":
-        connection: http.client.HTTPConnection = _PinnedHTTPS(
-            parts.hostname, address, port, timeout
-        )
+        connection: http.client.HTTPConnection = _PinnedHTTPS(hostname, address, port, timeout)
     else:
         connection = http.client.HTTPConnection(address, port, timeout=timeout)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+    host = hostname if parts.port is None else f"{hostname}:{parts.port}"
     try:
         connection.request(
             "POST",
@@ -140,9 +141,11 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
     """HTTPS to ``address``, verifying the certificate of ``hostname``."""
 
     def __init__(self, hostname: str, address: str, port: int, timeout: float) -> None:
-        super().__init__(address, port, timeout=timeout, context=ssl.create_default_context())
+        context = ssl.create_default_context()
+        super().__init__(address, port, timeout=timeout, context=context)
         self._hostname = hostname
+        self._pinned_context = context
 
     def connect(self) -> None:
         sock = socket.create_connection((self.host, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self._hostname)
+        self.sock = self._pinned_context.wrap_socket(sock, server_hostname=self._hostname)

@@ -252,3 +252,40 @@ def test_the_docs_receiver_example_verifies_and_acknowledges_a_delivery(settings
     assert [a.status_code for a in delivery.attempt_log.all()] == [204]
     assert [a.status_code for a in refused.attempt_log.all()] == [400]
     assert printed.splitlines() == ["approval.requested {'tool_name': 'mail'}"]
+
+
+# The admin
+
+
+@pytest.fixture
+def admin_client():
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "x"))
+    return client
+
+
+def test_a_webhook_added_in_the_admin_shows_its_secret_once(admin_client, settings):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    page = admin_client.post(
+        "/admin/agentstate/webhook/add/",
+        {"url": "http://127.0.0.1:9/hook", "kinds": '["approval.requested"]', "active": "on"},
+        follow=True,
+    )
+    hook = Webhook.objects.get()
+    assert hook.secret.startswith("whsec_") and hook.kinds == ["approval.requested"]
+    assert hook.secret in page.content.decode()
+
+
+def test_a_webhook_changed_in_the_admin_is_saved(admin_client, settings):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    hook = webhooks.create_webhook("http://127.0.0.1:9/hook")
+    page = admin_client.post(
+        f"/admin/agentstate/webhook/{hook.pk}/change/",
+        {"url": "http://127.0.0.1:9/other", "kinds": "[]"},
+    )
+    assert page.status_code == 302, page.content
+    hook.refresh_from_db()
+    assert hook.url == "http://127.0.0.1:9/other" and not hook.active

@@ -1,9 +1,13 @@
 """Webhooks in the admin: the secret shown once, deliveries with their attempts, send again."""
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.forms import ModelForm
+from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from agentstate import webhooks as sending
 from agentstate.models import Delivery, DeliveryAttempt, Webhook
 from agentstate.services import webhooks
 
@@ -14,9 +18,9 @@ class WebhookAdmin(admin.ModelAdmin):
     list_filter = ("active",)
     fields = ("url", "kinds", "active")
 
-    def save_model(self, request, obj, form, change):
+    def save_model(self, request: HttpRequest, obj: Webhook, form: ModelForm, change: bool) -> None:
         if change:
-            webhooks.check_url(obj.url)
+            sending.check_url(obj.url)
             super().save_model(request, obj, form, change)
             return
         created = webhooks.create_webhook(obj.url, obj.kinds, obj.active, user=request.user)
@@ -35,7 +39,7 @@ class AttemptInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Delivery | None = None) -> bool:
         return False
 
 
@@ -49,17 +53,17 @@ class DeliveryAdmin(admin.ModelAdmin):
     inlines = [AttemptInline]
     actions = ["send_again"]
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Delivery | None = None) -> bool:
         return False
 
-    def has_send_permission(self, request) -> bool:
+    def has_send_permission(self, request: HttpRequest) -> bool:
         return request.user.has_perm("agentstate.change_webhook")
 
     @admin.action(description=_("Send the selected failed deliveries again"), permissions=["send"])
-    def send_again(self, request, queryset):
+    def send_again(self, request: HttpRequest, queryset: QuerySet[Delivery]) -> None:
         count = webhooks.send_again(queryset)
         self.message_user(
             request,
