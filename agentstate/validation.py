@@ -82,18 +82,17 @@ def json_problem_at(value: Any, max_depth: int | None = None) -> tuple[str, str]
                 for index, child in reversed(list(enumerate(item)))
             )
         else:
-            return path, f"holds a {type(item).__name__}, which is not JSON"
+            kind = type(item).__name__
+            article = "an" if kind[:1].lower() in "aeiou" else "a"
+            return path, f"holds {article} {kind}, which is not JSON"
     return None
 
 
-def json_problem(value: Any, max_depth: int | None = None) -> str | None:
-    """Why a decoded JSON value cannot be stored, or None (see ``json_problem_at``)."""
-    found = json_problem_at(value, max_depth)
-    return found[1] if found else None
-
-
 def check_json(value: Any, field: str, max_depth: int | None = None) -> Any:
-    problem = json_problem(value, max_depth)
-    if problem:
-        raise BadInput(f"{field} {problem}.", field=field)
+    """``value`` if it can be stored as JSON, else ``BadInput`` naming the place
+    (``value.plan.0 holds a set, which is not JSON.``)."""
+    found = json_problem_at(value, max_depth)
+    if found:
+        path, problem = found
+        raise BadInput(f"{field}{'.' + path if path else ''} {problem}.", field=field)
     return value

@@ -102,6 +102,17 @@ def test_if_version_must_be_a_non_negative_integer(bad):
     assert caught.value.field == "if_version"
 
 
+@pytest.mark.parametrize(
+    "value, says",
+    [({"plan": object()}, "holds an object,"), ({"plan": {1, 2}}, "holds a set,")],
+)
+def test_a_value_that_is_not_json_is_named_in_plain_words(value, says):
+    with pytest.raises(BadInput) as caught:
+        context.put("s", "x", value)
+    assert says in caught.value.detail and "plan" in caught.value.detail
+    assert not Variable.objects.exists()
+
+
 # get
 
 
