@@ -65,6 +65,23 @@ POSITIVE_INTS = (
 class AgentStateSettings:
     """Attribute access to ``settings.AGENTSTATE`` with defaults filled in."""
 
+    # Each setting as ``validate`` (the system checks) requires it; read by ``__getattr__``.
+    PAUSE_TTL: timedelta
+    MAX_PAUSE_TTL: timedelta
+    APPROVAL_TTL: timedelta
+    RETENTION: timedelta
+    SWEEP_BATCH_SIZE: int
+    MAX_BODY_BYTES: int
+    MAX_JSON_DEPTH: int
+    PAGE_SIZE: int
+    MAX_PAGE_SIZE: int
+    WEBHOOK_ATTEMPTS: int
+    WEBHOOK_BACKOFF: timedelta
+    WEBHOOK_TIMEOUT: timedelta
+    WEBHOOK_ALLOW_PRIVATE: bool
+    EVENT_RETENTION: timedelta
+    BACKEND: str | None
+
     def __init__(self) -> None:
         self._cached: set[str] = set()
 
@@ -91,7 +108,8 @@ class AgentStateSettings:
             value = getattr(self, name)
             if not isinstance(value, timedelta) or value <= timedelta(0):
                 problems.append(f"{name} must be a positive duration (timedelta or seconds)")
-        if self.BACKEND is not None and not isinstance(self.BACKEND, str):
+        backend: object = self.BACKEND  # as configured, before it is known to be valid
+        if backend is not None and not isinstance(backend, str):
             problems.append("BACKEND must be a dotted path to a backend class, or None")
         for name in POSITIVE_INTS:
             value = getattr(self, name)

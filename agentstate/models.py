@@ -13,6 +13,7 @@ a long list.
 """
 
 import uuid
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -21,6 +22,9 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from agentstate.querysets import ApprovalRequestQuerySet, PausedRunQuerySet
+
+if TYPE_CHECKING:
+    from agentstate.backends.base import Records
 
 KEY_LENGTH = 255
 RUN_ID_LENGTH = 128
@@ -243,6 +247,9 @@ class Run(models.Model):
     created_at = models.DateTimeField(_("created at"), db_default=Now())
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
+    # Not a column: the approval records map a backend reads with the run it returns.
+    approvals: "Records"
+
     class Meta:
         verbose_name = _("run")
         verbose_name_plural = _("runs")
@@ -432,6 +439,9 @@ class Event(models.Model):
     owner = models.CharField(_("object owner"), max_length=KEY_LENGTH, blank=True)
     details = models.JSONField(_("details"), default=dict, blank=True)
     created_at = models.DateTimeField(_("created at"), db_default=Now(), db_index=True)
+
+    # Not a column: the ids of the webhook deliveries ``events.save`` wrote with it.
+    delivery_ids: list[int]
 
     class Meta:
         verbose_name = _("event")

@@ -1,21 +1,23 @@
 """Filters the services, the sweep and the admin share, as QuerySet methods."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Self
 
 from django.db import models
 from django.db.models import Case, CharField, F, Q, Value, When
+from django.db.models.expressions import Combinable
 from django.db.models.functions import Now
 
 
 class PausedRunQuerySet(models.QuerySet):
-    def pending(self):
+    def pending(self) -> Self:
         return self.filter(status="pending")
 
-    def past_expiry(self):
+    def past_expiry(self) -> Self:
         """Past ``expires_at`` by the database clock."""
         return self.filter(expires_at__lte=Now())
 
-    def finished_before(self, cutoff):
+    def finished_before(self, cutoff: datetime | Combinable) -> Self:
         """Resolved or expired pauses last changed before ``cutoff``."""
         return self.filter(
             models.Q(status="resolved", resolved_at__lt=cutoff)
@@ -36,13 +38,13 @@ def current_status(ttl: timedelta) -> Case:
 
 
 class ApprovalRequestQuerySet(models.QuerySet):
-    def pending(self):
+    def pending(self) -> Self:
         return self.filter(status="pending")
 
-    def with_current_status(self, ttl: timedelta):
+    def with_current_status(self, ttl: timedelta) -> Self:
         """Annotated with ``current_status`` (see ``current_status``)."""
         return self.annotate(current_status=current_status(ttl))
 
-    def older_than(self, age):
+    def older_than(self, age: timedelta) -> Self:
         """Created more than ``age`` (a timedelta) ago by the database clock."""
         return self.filter(created_at__lte=Now() - age)
