@@ -30,4 +30,5 @@ def backend(using: str | None = None) -> Backend:
 
 @functools.cache
 def _instance(path: str, alias: str) -> Backend:
-    return import_string(path)(alias)
+    backend_class: type[Backend] = import_string(path)
+    return backend_class(alias)

@@ -27,13 +27,14 @@ import abc
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from agentstate.models import Event, Run
+    from agentstate.models import ApprovalRequest, Event, PausedRun, Run
 
 Records = dict[str, dict[str, bool | list[str]]]
 Owner = int | str | None
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,10 @@ SWEEPER = Actor(name="sweeper")
 
 
 @dataclass(frozen=True)
-class Changed:
+class Changed(Generic[T]):
     """An operation's result and the events it appended (in its transaction)."""
 
-    value: Any
+    value: T
     events: list[Event]
 
 
@@ -142,7 +143,7 @@ class Backend(abc.ABC):
         question_id: uuid.UUID,
         reach: Reach | None,
         by: Actor,
-    ) -> Changed:
+    ) -> Changed[PausedRun]:
         """Keep the call's pause pending under ``question_id``, expiring ``ttl`` from
         now, replacing an earlier one whatever its status (one outside ``reach``:
         ``PauseNotFound``, nothing changed). Created by ``by.user_id``. Event
@@ -152,7 +153,7 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def claim(
         self, chat_id: str, tool_call_id: str, owner: str, question_id: str, by: Actor
-    ) -> Changed:
+    ) -> Changed[PausedRun]:
         """Claim ``owner``'s pending pause waiting on ``question_id`` (a UUID's canonical
         text; ``""`` names no question), exactly once; ``claimed_by`` is ``by.name``. Refusals, the first that applies:
         ``PauseNotFound`` (another owner's too), ``QuestionSuperseded``,
@@ -160,13 +161,17 @@ class Backend(abc.ABC):
         ``pause.claimed``. Value: the ``PausedRun``."""
 
     @abc.abstractmethod
-    def resolve(self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor) -> Changed:
+    def resolve(
+        self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor
+    ) -> Changed[PausedRun]:
         """A claimed pause becomes resolved; any other status ``NotClaimed``; outside
         ``reach`` ``PauseNotFound``. Event ``pause.resolved``. Value: the
         ``PausedRun``."""
 
     @abc.abstractmethod
-    def cancel(self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor) -> Changed:
+    def cancel(
+        self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor
+    ) -> Changed[PausedRun]:
         """Remove a pending, unexpired pause; any other ``NotPending``. Event
         ``pause.cancelled``. Value: the ``PausedRun`` as it was."""
 
@@ -220,7 +225,7 @@ class Backend(abc.ABC):
         reason: str,
         reach: Reach | None,
         by: Actor,
-    ) -> Changed:
+    ) -> Changed[Run]:
         """Approve or reject one call (appended when that side is a list) or, with
         ``always``, every call; who, when and why kept per call. Event
         ``approvals.changed``. Value: the run, with ``approvals``."""
@@ -228,7 +233,7 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def rebuild_approvals(
         self, run_id: str, records: Records, reach: Reach | None, by: Actor
-    ) -> Changed:
+    ) -> Changed[Run]:
         """Replace every approval record of the run with ``records`` (checked). Event
         ``approvals.rebuilt``. Value: the run, with ``approvals``."""
 
@@ -242,7 +247,7 @@ class Backend(abc.ABC):
         approval_ttl: timedelta,
         reach: Reach | None,
         by: Actor,
-    ) -> Changed:
+    ) -> Changed[tuple[ApprovalRequest, bool]]:
         """The run's request for ``call_id``, filed now unless one exists (then
         returned as it is, no event). A new one is filed already decided when the
         run's records decide the call (``decided_by`` empty, reason
@@ -260,7 +265,7 @@ class Backend(abc.ABC):
         reason: str,
         approval_ttl: timedelta,
         by: Actor,
-    ) -> Changed:
+    ) -> Changed[ApprovalRequest]:
         """Decide a pending request exactly once and write the run's record as
         ``record_decision`` does. ``ApprovalRequestNotFound``, ``ApprovalRequestExpired``
         (pending for longer than ``approval_ttl``, swept or not), ``AlreadyDecided``
@@ -272,12 +277,12 @@ class Backend(abc.ABC):
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).
 
     @abc.abstractmethod
-    def expire_pauses(self, size: int) -> Changed:
+    def expire_pauses(self, size: int) -> Changed[int]:
         """Mark pending pauses past their expiry expired. Event ``pause.expired`` per
         pause. Value: how many."""
 
     @abc.abstractmethod
-    def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed:
+    def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
         """Mark pending requests older than ``approval_ttl`` expired. Event
         ``approval.expired`` per request. Value: how many."""
 

@@ -8,22 +8,13 @@ serialize writers instead. Creation races are settled by upserts
 (``INSERT ... ON CONFLICT``), never by catching an ``IntegrityError``.
 """
 
-from collections.abc import Callable
-from typing import Any, TypeVar
-
 from agentstate.backends.base import Backend
-from agentstate.db import atomic
 
 from .context import ContextOperations
 from .pauses import PauseOperations
 from .runs import RunOperations
 from .sweep import SweepOperations
 
-R = TypeVar("R")
-
 
 class ORMBackend(ContextOperations, PauseOperations, RunOperations, SweepOperations, Backend):
-    """Every operation of ``Backend`` as one ORM transaction."""
-
-    def atomic(self, func: Callable[..., R], *args: Any) -> R:
-        return atomic(self.alias, func, *args)
+    """Every operation of ``Backend`` as one ORM transaction (``Operations.atomic``)."""

@@ -1,10 +1,10 @@
 """Context variables on the ORM: a transaction per operation, the variable's row locked."""
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import get_user_model
-from django.db.models import Model, QuerySet
 
+from agentstate.backends.base import Owner
 from agentstate.exceptions import (
     ScopeNotFound,
     TypeConflict,
@@ -13,6 +13,8 @@ from agentstate.exceptions import (
     VersionMismatch,
 )
 from agentstate.models import Element, Scope, Variable
+
+from .operations import Operations
 
 
 def json_type(value: Any) -> str:
@@ -23,17 +25,12 @@ def json_type(value: Any) -> str:
         return "boolean"
     if isinstance(value, int | float):
         return "number"
-    return {dict: "object", list: "array", str: "string"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {dict: "object", list: "array", str: "string"}
+    return names.get(type(value), type(value).__name__)
 
 
-class ContextOperations:
-    alias: str
-    atomic: Any
-
-    def rows(self, model: type[Model]) -> QuerySet:
-        return model._default_manager.using(self.alias)
-
-    def _owner_id(self, owner: int | str | None) -> int | None:
+class ContextOperations(Operations):
+    def _owner_id(self, owner: Owner) -> int | None:
         """The owner's id; a username is looked up (``UnknownOwner`` when no user has it)."""
         if not isinstance(owner, str):
             return owner
@@ -85,7 +82,8 @@ class ContextOperations:
                 unique_fields=["scope", "name"],
                 update_fields=["name"],
             )
-            variable = self._locked(scope, name)
+            # The upsert made the row or met a racing creator's: it is there, and locked.
+            variable = cast(Variable, self._locked(scope, name))
         return variable
 
     def _save(self, variable: Variable, actor: str) -> None:
@@ -110,10 +108,26 @@ class ContextOperations:
             for i, item in enumerate(values)
         )
 
-    def put(self, scope, name, value, if_version, owner, actor):
+    def put(
+        self,
+        scope: str,
+        name: str,
+        value: Any,
+        if_version: int | None,
+        owner: Owner,
+        actor: str,
+    ) -> int:
         return self.atomic(self._put, scope, name, value, if_version, owner, actor)
 
-    def _put(self, scope, name, value, if_version, owner, actor):
+    def _put(
+        self,
+        scope: str,
+        name: str,
+        value: Any,
+        if_version: int | None,
+        owner: Owner,
+        actor: str,
+    ) -> int:
         owner_id = self._owner_id(owner)
         variable = self._lock_or_create(scope, owner_id, name)
         if if_version is not None and variable.version != if_version:
@@ -129,16 +143,16 @@ class ContextOperations:
         self._save(variable, actor)
         return variable.version
 
-    def get(self, scope, names, owner):
+    def get(self, scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any]:
         return self.atomic(self._get, scope, names, owner)
 
-    def _get(self, scope, names, owner):
+    def _get(self, scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any]:
         owner_id = self._owner_id(owner)
         variables = self.rows(Variable).filter(scope=self._existing_scope(scope, owner_id))
         if names is not None:
             variables = variables.filter(name__in=names)
-        variables = list(variables.order_by("name"))
-        lists: dict[int, list[Any]] = {v.pk: [] for v in variables if v.is_list}
+        found = list(variables.order_by("name"))
+        lists: dict[int, list[Any]] = {v.pk: [] for v in found if v.is_list}
         elements = (
             self.rows(Element)
             .filter(variable_id__in=lists)
@@ -147,12 +161,12 @@ class ContextOperations:
         )
         for variable_id, value in elements if lists else ():
             lists[variable_id].append(value)
-        return {v.name: lists[v.pk] if v.is_list else v.value for v in variables}
+        return {v.name: lists[v.pk] if v.is_list else v.value for v in found}
 
-    def push(self, scope, name, value, owner, actor):
+    def push(self, scope: str, name: str, value: Any, owner: Owner, actor: str) -> tuple[int, int]:
         return self.atomic(self._push, scope, name, value, owner, actor)
 
-    def _push(self, scope, name, value, owner, actor):
+    def _push(self, scope: str, name: str, value: Any, owner: Owner, actor: str) -> tuple[int, int]:
         owner_id = self._owner_id(owner)
         variable = self._lock_or_create(scope, owner_id, name)
         if variable.version == 0:  # new: becomes [value]
@@ -167,10 +181,10 @@ class ContextOperations:
         self._save(variable, actor)
         return variable.length, variable.version
 
-    def pop(self, scope, name, lifo, owner, actor):
+    def pop(self, scope: str, name: str, lifo: bool, owner: Owner, actor: str) -> Any:
         return self.atomic(self._pop, scope, name, lifo, owner, actor)
 
-    def _pop(self, scope, name, lifo, owner, actor):
+    def _pop(self, scope: str, name: str, lifo: bool, owner: Owner, actor: str) -> Any:
         owner_id = self._owner_id(owner)
         variable = self._locked(self._existing_scope(scope, owner_id), name)
         if variable is None:
@@ -206,20 +220,20 @@ class ContextOperations:
         self._save(variable, actor)
         return element.value
 
-    def delete(self, scope, name, owner):
+    def delete(self, scope: str, name: str, owner: Owner) -> None:
         self.atomic(self._delete, scope, name, owner)
 
-    def _delete(self, scope, name, owner):
+    def _delete(self, scope: str, name: str, owner: Owner) -> None:
         owner_id = self._owner_id(owner)
         variable = self._locked(self._existing_scope(scope, owner_id), name)
         if variable is None:
             raise VariableNotFound.of(name=name, scope=scope)
         variable.delete(using=self.alias)
 
-    def delete_scope(self, scope, owner):
+    def delete_scope(self, scope: str, owner: Owner) -> None:
         self.atomic(self._delete_scope, scope, owner)
 
-    def _delete_scope(self, scope, owner):
+    def _delete_scope(self, scope: str, owner: Owner) -> None:
         owner_id = self._owner_id(owner)
         found = self.rows(Scope).select_for_update().filter(key=scope, owner_id=owner_id).first()
         if found is None:

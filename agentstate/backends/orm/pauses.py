@@ -6,7 +6,9 @@ and then reads its status, so of any number of concurrent claims exactly one
 finds it pending. Expiry is the database clock's (``Now()``).
 """
 
-from typing import Any
+import uuid
+from datetime import timedelta
+from typing import Any, cast
 
 from django.db.models import DateTimeField, ExpressionWrapper, Value
 from django.db.models.functions import Now
@@ -24,6 +26,8 @@ from agentstate.exceptions import (
 )
 from agentstate.models import Event, PausedRun
 
+from .operations import Operations
+
 Status = PausedRun.Status
 
 
@@ -34,11 +38,7 @@ def reaches(reach: Reach | None, pause: PausedRun) -> bool:
     return reach.user_id is not None and pause.created_by_id == reach.user_id
 
 
-class PauseOperations:
-    alias: str
-    atomic: Any
-    rows: Any
-
+class PauseOperations(Operations):
     def _locked_pause(self, chat_id: str, tool_call_id: str) -> PausedRun | None:
         return (
             self.rows(PausedRun)
@@ -71,13 +71,33 @@ class PauseOperations:
         )
         return event
 
-    def put_pause(self, chat_id, tool_call_id, owner, payload, ttl, question_id, reach, by):
+    def put_pause(
+        self,
+        chat_id: str,
+        tool_call_id: str,
+        owner: str,
+        payload: Any,
+        ttl: timedelta,
+        question_id: uuid.UUID,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed[PausedRun]:
         return self.atomic(
             self._put_pause, chat_id, tool_call_id, owner, payload, ttl, question_id, reach, by
         )
 
-    def _put_pause(self, chat_id, tool_call_id, owner, payload, ttl, question_id, reach, by):
-        fields = {
+    def _put_pause(
+        self,
+        chat_id: str,
+        tool_call_id: str,
+        owner: str,
+        payload: Any,
+        ttl: timedelta,
+        question_id: uuid.UUID,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed[PausedRun]:
+        fields: dict[str, Any] = {
             "owner": owner,
             "created_by_id": by.user_id,
             "question_id": question_id,
@@ -95,7 +115,8 @@ class PauseOperations:
                 [PausedRun(chat_id=chat_id, tool_call_id=tool_call_id, **fields)],
                 ignore_conflicts=True,
             )
-            pause = self._locked_pause(chat_id, tool_call_id)
+            # Inserted now or by a concurrent first put: there, and locked.
+            pause = cast(PausedRun, self._locked_pause(chat_id, tool_call_id))
             if pause.question_id == question_id:  # inserted: nothing replaced
                 return Changed(pause, [self._pause_created(pause, by)])
             earlier = pause  # a concurrent first put's, replaced like any other
@@ -109,10 +130,14 @@ class PauseOperations:
         expires_at = events.json_time(pause.expires_at)
         return self._pause_event("pause.created", pause, by, expires_at=expires_at, **replaced)
 
-    def claim(self, chat_id, tool_call_id, owner, question_id, by):
+    def claim(
+        self, chat_id: str, tool_call_id: str, owner: str, question_id: str, by: Actor
+    ) -> Changed[PausedRun]:
         return self.atomic(self._claim_pause, chat_id, tool_call_id, owner, question_id, by)
 
-    def _claim_pause(self, chat_id, tool_call_id, owner, question_id, by):
+    def _claim_pause(
+        self, chat_id: str, tool_call_id: str, owner: str, question_id: str, by: Actor
+    ) -> Changed[PausedRun]:
         pause = self._locked_pause(chat_id, tool_call_id)
         if pause is None or pause.owner != owner:
             raise PauseNotFound.of(chat_id=chat_id, tool_call_id=tool_call_id)
@@ -132,10 +157,14 @@ class PauseOperations:
         pause.refresh_from_db(using=self.alias, fields=["status", "claimed_at", "claimed_by"])
         return Changed(pause, [self._pause_event("pause.claimed", pause, by)])
 
-    def resolve(self, chat_id, tool_call_id, reach, by):
+    def resolve(
+        self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor
+    ) -> Changed[PausedRun]:
         return self.atomic(self._resolve_pause, chat_id, tool_call_id, reach, by)
 
-    def _resolve_pause(self, chat_id, tool_call_id, reach, by):
+    def _resolve_pause(
+        self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor
+    ) -> Changed[PausedRun]:
         pause = self._reached_pause(chat_id, tool_call_id, reach)
         if pause.status != Status.CLAIMED:
             raise NotClaimed.of(status=pause.status)
@@ -143,10 +172,14 @@ class PauseOperations:
         pause.refresh_from_db(using=self.alias, fields=["status", "resolved_at"])
         return Changed(pause, [self._pause_event("pause.resolved", pause, by)])
 
-    def cancel(self, chat_id, tool_call_id, reach, by):
+    def cancel(
+        self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor
+    ) -> Changed[PausedRun]:
         return self.atomic(self._cancel_pause, chat_id, tool_call_id, reach, by)
 
-    def _cancel_pause(self, chat_id, tool_call_id, reach, by):
+    def _cancel_pause(
+        self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor
+    ) -> Changed[PausedRun]:
         pause = self._reached_pause(chat_id, tool_call_id, reach)
         removed, _ = (
             self.rows(PausedRun)

@@ -8,7 +8,9 @@ order, a request is filed under the records as they are, and the record or
 request a writer creates cannot be created by another meanwhile.
 """
 
-from typing import Any
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, cast
 
 from django.db.models.functions import Now
 
@@ -33,16 +35,14 @@ from agentstate.records import (
     record_json,
 )
 
+from .operations import Operations
+
 # The largest total a usage column holds (a 64-bit integer).
 MAX_TOTAL = 2**63 - 1
 Status = ApprovalRequest.Status
 
 
-class RunOperations:
-    alias: str
-    atomic: Any
-    rows: Any
-
+class RunOperations(Operations):
     def _run(self, run_id: str, reach: Reach | None, *, lock: bool = False) -> Run:
         runs = self.rows(Run).filter(run_id=run_id)
         if reach is not None:
@@ -74,10 +74,10 @@ class RunOperations:
         run.approvals = self._records(run)
         return run
 
-    def create_run(self, run_id, context, created_by_id):
+    def create_run(self, run_id: str, context: Any, created_by_id: int | None) -> Run:
         return self.atomic(self._create_run, run_id, context, created_by_id)
 
-    def _create_run(self, run_id, context, created_by_id):
+    def _create_run(self, run_id: str, context: Any, created_by_id: int | None) -> Run:
         # The id's absence is checked in the transaction that inserts, which
         # SQLite's IMMEDIATE mode serializes against every other writer.
         if self.rows(Run).filter(run_id=run_id).exists():
@@ -86,22 +86,26 @@ class RunOperations:
         run.approvals = {}
         return run
 
-    def run(self, run_id, reach):
+    def run(self, run_id: str, reach: Reach | None) -> Run:
         return self.atomic(lambda: self._with_records(self._run(run_id, reach)))
 
-    def update_run(self, run_id, context, reach):
+    def update_run(self, run_id: str, context: Any, reach: Reach | None) -> Run:
         return self.atomic(self._update_run, run_id, context, reach)
 
-    def _update_run(self, run_id, context, reach):
+    def _update_run(self, run_id: str, context: Any, reach: Reach | None) -> Run:
         run = self._run(run_id, reach, lock=True)
         run.context = context
         run.save(using=self.alias, update_fields=["context", "updated_at"])
         return self._with_records(run)
 
-    def add_usage(self, run_id, increments, reach):
+    def add_usage(
+        self, run_id: str, increments: dict[str, int], reach: Reach | None
+    ) -> dict[str, int]:
         return self.atomic(self._add_usage, run_id, increments, reach)
 
-    def _add_usage(self, run_id, increments, reach):
+    def _add_usage(
+        self, run_id: str, increments: dict[str, int], reach: Reach | None
+    ) -> dict[str, int]:
         run = self._run(run_id, reach, lock=True)
         for name, value in increments.items():
             if getattr(run, name) > MAX_TOTAL - value:
@@ -111,22 +115,46 @@ class RunOperations:
         run.save(using=self.alias, update_fields=[*increments, "updated_at"])
         return {name: getattr(run, name) for name in increments}
 
-    def records(self, run_id, reach):
+    def records(self, run_id: str, reach: Reach | None) -> Records:
         return self.atomic(lambda: self._records(self._run(run_id, reach)))
 
-    def is_tool_approved(self, run_id, tool_name, call_id, reach):
+    def is_tool_approved(
+        self, run_id: str, tool_name: str, call_id: str, reach: Reach | None
+    ) -> bool | None:
         return self.atomic(self._is_tool_approved, run_id, tool_name, call_id, reach)
 
-    def _is_tool_approved(self, run_id, tool_name, call_id, reach):
+    def _is_tool_approved(
+        self, run_id: str, tool_name: str, call_id: str, reach: Reach | None
+    ) -> bool | None:
         run = self._run(run_id, reach)
         return decide_from(self._records(run, tool_name).get(tool_name), call_id)
 
-    def record_decision(self, run_id, tool_name, call_id, approve, always, reason, reach, by):
+    def record_decision(
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        approve: bool,
+        always: bool,
+        reason: str,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed[Run]:
         return self.atomic(
             self._record_decision, run_id, tool_name, call_id, approve, always, reason, reach, by
         )
 
-    def _record_decision(self, run_id, tool_name, call_id, approve, always, reason, reach, by):
+    def _record_decision(
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        approve: bool,
+        always: bool,
+        reason: str,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed[Run]:
         run = self._run(run_id, reach, lock=True)
         event = self._write_decision(run, tool_name, call_id, approve, always, reason, by)
         events.save(self.alias, [event])
@@ -187,10 +215,14 @@ class RunOperations:
             },
         )
 
-    def rebuild_approvals(self, run_id, records, reach, by):
+    def rebuild_approvals(
+        self, run_id: str, records: Records, reach: Reach | None, by: Actor
+    ) -> Changed[Run]:
         return self.atomic(self._rebuild_approvals, run_id, records, reach, by)
 
-    def _rebuild_approvals(self, run_id, records, reach, by):
+    def _rebuild_approvals(
+        self, run_id: str, records: Records, reach: Reach | None, by: Actor
+    ) -> Changed[Run]:
         run = self._run(run_id, reach, lock=True)
         self.rows(ApprovalRecord).filter(run=run).delete()
         self.rows(ApprovalRecord).bulk_create(
@@ -214,7 +246,7 @@ class RunOperations:
             for tool_name, sides in records.items()
             for side in SIDES
             if isinstance(sides[side], list)
-            for call_id in sides[side]
+            for call_id in cast(list[str], sides[side])
         )
         event = events.new(
             "approvals.rebuilt",
@@ -227,12 +259,30 @@ class RunOperations:
         events.save(self.alias, [event])
         return Changed(self._with_records(run), [event])
 
-    def request_approval(self, run_id, tool_name, call_id, arguments, approval_ttl, reach, by):
+    def request_approval(
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        arguments: Any,
+        approval_ttl: timedelta,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed[tuple[ApprovalRequest, bool]]:
         return self.atomic(
             self._request_approval, run_id, tool_name, call_id, arguments, approval_ttl, reach, by
         )
 
-    def _request_approval(self, run_id, tool_name, call_id, arguments, approval_ttl, reach, by):
+    def _request_approval(
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        arguments: Any,
+        approval_ttl: timedelta,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed[tuple[ApprovalRequest, bool]]:
         run = self._run(run_id, reach, lock=True)
         requests = self.rows(ApprovalRequest).with_current_status(approval_ttl)
         existing = requests.filter(run=run, call_id=call_id).first()
@@ -250,7 +300,7 @@ class RunOperations:
         decided = decide_from(record, call_id)
         if decided is not None:
             request.status = Status.APPROVED if decided else Status.REJECTED
-            request.always = decided_always(record)
+            request.always = decided_always(cast(Mapping[str, bool | list[str]], record))
             request.decided_at = Now()
             request.reason = DECIDED_BY_RECORDS
         request.save(using=self.alias)
@@ -272,10 +322,26 @@ class RunOperations:
         events.save(self.alias, [event])
         return Changed((request, True), [event])
 
-    def decide(self, request_id, approve, always, reason, approval_ttl, by):
+    def decide(
+        self,
+        request_id: int,
+        approve: bool,
+        always: bool,
+        reason: str,
+        approval_ttl: timedelta,
+        by: Actor,
+    ) -> Changed[ApprovalRequest]:
         return self.atomic(self._decide, request_id, approve, always, reason, approval_ttl, by)
 
-    def _decide(self, request_id, approve, always, reason, approval_ttl, by):
+    def _decide(
+        self,
+        request_id: int,
+        approve: bool,
+        always: bool,
+        reason: str,
+        approval_ttl: timedelta,
+        by: Actor,
+    ) -> Changed[ApprovalRequest]:
         requests = self.rows(ApprovalRequest)
         run_pk = requests.filter(pk=request_id).values_list("run_id", flat=True).first()
         # The run's row first, like every change of its records; then the request's.
@@ -290,7 +356,8 @@ class RunOperations:
         )
         if run is None or locked is None:
             raise ApprovalRequestNotFound.of(id=request_id)
-        if locked.current_status == Status.EXPIRED:
+        # current_status: annotated by with_current_status, which django-stubs cannot follow.
+        if locked.current_status == Status.EXPIRED:  # type: ignore[attr-defined]
             raise ApprovalRequestExpired.of()
         if locked.status != Status.PENDING:
             raise AlreadyDecided.of(status=locked.status, decided_by_id=locked.decided_by_id)
@@ -305,7 +372,7 @@ class RunOperations:
             update_fields=["status", "always", "decided_by", "reason", "decided_at"],
         )
         locked.refresh_from_db(using=self.alias, fields=["decided_at"])
-        locked.current_status = str(locked.status)
+        locked.current_status = str(locked.status)  # type: ignore[attr-defined]
         locked.run = run
         decided = events.new(
             "approval.decided",

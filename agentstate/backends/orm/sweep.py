@@ -6,7 +6,7 @@ serializes them instead), changes them with one bulk statement and appends
 one event per row. Only the batch's keys are ever in memory.
 """
 
-from typing import Any
+from datetime import timedelta
 
 from django.db.models.functions import Now
 
@@ -14,16 +14,14 @@ from agentstate import events
 from agentstate.backends.base import SWEEPER, Changed
 from agentstate.models import ApprovalRequest, Delivery, DeliveryAttempt, Event, PausedRun
 
+from .operations import Operations
 
-class SweepOperations:
-    alias: str
-    atomic: Any
-    rows: Any
 
-    def expire_pauses(self, size):
+class SweepOperations(Operations):
+    def expire_pauses(self, size: int) -> Changed[int]:
         return self.atomic(self._expire_pauses, size)
 
-    def _expire_pauses(self, size):
+    def _expire_pauses(self, size: int) -> Changed[int]:
         due = list(
             self.rows(PausedRun)
             .pending()
@@ -57,10 +55,10 @@ class SweepOperations:
         )
         return Changed(len(due), expired)
 
-    def expire_approval_requests(self, size, approval_ttl):
+    def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
         return self.atomic(self._expire_approval_requests, size, approval_ttl)
 
-    def _expire_approval_requests(self, size, approval_ttl):
+    def _expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
         due = list(
             self.rows(ApprovalRequest)
             .pending()
@@ -90,10 +88,10 @@ class SweepOperations:
         )
         return Changed(len(due), expired)
 
-    def purge_pauses(self, size, retention):
+    def purge_pauses(self, size: int, retention: timedelta) -> int:
         return self.atomic(self._purge_pauses, size, retention)
 
-    def _purge_pauses(self, size, retention):
+    def _purge_pauses(self, size: int, retention: timedelta) -> int:
         finished = list(
             self.rows(PausedRun)
             .finished_before(Now() - retention)
@@ -105,10 +103,10 @@ class SweepOperations:
             self.rows(PausedRun).filter(pk__in=finished).delete()
         return len(finished)
 
-    def purge_events(self, size, retention):
+    def purge_events(self, size: int, retention: timedelta) -> int:
         return self.atomic(self._purge_events, size, retention)
 
-    def _purge_events(self, size, retention):
+    def _purge_events(self, size: int, retention: timedelta) -> int:
         old = list(
             self.rows(Event)
             .filter(created_at__lt=Now() - retention)

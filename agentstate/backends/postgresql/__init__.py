@@ -16,10 +16,11 @@ every ``agentstate_*`` function first, so signatures may change).
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth import get_user_model
 from django.db import DatabaseError
+from django.db.models import Field
 
 from agentstate.backends.base import Backend
 from agentstate.db import call
@@ -51,7 +52,7 @@ def _user_id_function(quote: Any) -> str:
     """``agentstate_user_id(username)``: the site's user model's id for a username, or
     NULL (the one function whose SQL depends on the site: ``AUTH_USER_MODEL``)."""
     meta = get_user_model()._meta
-    username = meta.get_field(get_user_model().USERNAME_FIELD).column
+    username = cast(Field, meta.get_field(get_user_model().USERNAME_FIELD)).column
     return (
         "CREATE FUNCTION agentstate_user_id(p_username text) RETURNS bigint"
         f" LANGUAGE sql STABLE AS $$ SELECT {quote(meta.pk.column)} FROM {quote(meta.db_table)}"
@@ -77,13 +78,14 @@ class PostgreSQLBackend(
 ):
     """Every operation of ``Backend`` as one call of its function."""
 
-    def call(self, function: str, *args: Any) -> Any:
+    def call(self, function: str, *args: Any) -> dict[str, Any]:
         """The function's result; its refusal raised as the exception it names."""
         try:
-            return call(self.alias, PREFIX + function, *args)
+            result: dict[str, Any] = call(self.alias, PREFIX + function, *args)
+            return result
         except DatabaseError as error:
             diagnostic = getattr(error.__cause__, "diag", None)
-            if getattr(error.__cause__, "sqlstate", None) != REFUSED:
+            if diagnostic is None or getattr(error.__cause__, "sqlstate", None) != REFUSED:
                 raise
             raise refusal(
                 diagnostic.message_primary, json.loads(diagnostic.message_detail)

@@ -1,35 +1,44 @@
 """Context variables on PostgreSQL: ``sql/10_context.sql``."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
+from agentstate.backends.base import Owner
 from agentstate.db import Json
 
 
-def _owner(owner: int | str | None) -> tuple[int | None, str | None]:
+def _owner(owner: Owner) -> tuple[int | None, str | None]:
     """The owner as the functions take it: ``(id, username)``, one of them set."""
     return (None, owner) if isinstance(owner, str) else (owner, None)
 
 
 class ContextOperations:
-    call: Any
+    call: Callable[..., dict[str, Any]]
 
-    def put(self, scope, name, value, if_version, owner, actor):
-        return self.call("put", scope, name, Json(value), if_version, *_owner(owner), actor)[
-            "version"
-        ]
+    def put(
+        self,
+        scope: str,
+        name: str,
+        value: Any,
+        if_version: int | None,
+        owner: Owner,
+        actor: str,
+    ) -> int:
+        result = self.call("put", scope, name, Json(value), if_version, *_owner(owner), actor)
+        return cast(int, result["version"])
 
-    def get(self, scope, names, owner):
+    def get(self, scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any]:
         return dict(self.call("get", scope, names, *_owner(owner))["values"])
 
-    def push(self, scope, name, value, owner, actor):
+    def push(self, scope: str, name: str, value: Any, owner: Owner, actor: str) -> tuple[int, int]:
         result = self.call("push", scope, name, Json(value), *_owner(owner), actor)
         return result["length"], result["version"]
 
-    def pop(self, scope, name, lifo, owner, actor):
+    def pop(self, scope: str, name: str, lifo: bool, owner: Owner, actor: str) -> Any:
         return self.call("pop", scope, name, lifo, *_owner(owner), actor)["value"]
 
-    def delete(self, scope, name, owner):
+    def delete(self, scope: str, name: str, owner: Owner) -> None:
         self.call("delete", scope, name, *_owner(owner))
 
-    def delete_scope(self, scope, owner):
+    def delete_scope(self, scope: str, owner: Owner) -> None:
         self.call("delete_scope", scope, *_owner(owner))

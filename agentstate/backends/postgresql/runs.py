@@ -1,8 +1,10 @@
 """Runs, usage and approvals on PostgreSQL: ``sql/30_runs.sql``."""
 
-from typing import Any
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, cast
 
-from agentstate.backends.base import Changed, Reach
+from agentstate.backends.base import Actor, Changed, Reach, Records
 from agentstate.db import Json, from_json
 from agentstate.events import from_json as events_from_json
 from agentstate.models import ApprovalRequest, Run
@@ -17,7 +19,7 @@ def _creator(reach: Reach | None) -> int | None:
 
 class RunOperations:
     alias: str
-    call: Any
+    call: Callable[..., dict[str, Any]]
 
     def _run(self, state: dict[str, Any]) -> Run:
         run = from_json(Run, state["run"], self.alias)
@@ -29,29 +31,42 @@ class RunOperations:
         request.run = from_json(Run, result["run"], self.alias)
         return request
 
-    def create_run(self, run_id, context, created_by_id):
+    def create_run(self, run_id: str, context: Any, created_by_id: int | None) -> Run:
         return self._run(self.call("create_run", run_id, Json(context), created_by_id))
 
-    def run(self, run_id, reach):
+    def run(self, run_id: str, reach: Reach | None) -> Run:
         return self._run(self.call("get_run", run_id, _creator(reach)))
 
-    def update_run(self, run_id, context, reach):
+    def update_run(self, run_id: str, context: Any, reach: Reach | None) -> Run:
         return self._run(self.call("update_run", run_id, Json(context), _creator(reach)))
 
-    def add_usage(self, run_id, increments, reach):
+    def add_usage(
+        self, run_id: str, increments: dict[str, int], reach: Reach | None
+    ) -> dict[str, int]:
         counters = [increments[name] for name in Run.USAGE_FIELDS]
         totals = self.call("add_usage", run_id, *counters, _creator(reach))
         return {name: totals[name] for name in Run.USAGE_FIELDS}
 
-    def records(self, run_id, reach):
+    def records(self, run_id: str, reach: Reach | None) -> Records:
         return dict(self.call("records", run_id, _creator(reach)))
 
-    def is_tool_approved(self, run_id, tool_name, call_id, reach):
-        return self.call("is_tool_approved", run_id, tool_name, call_id, _creator(reach))[
-            "approved"
-        ]
+    def is_tool_approved(
+        self, run_id: str, tool_name: str, call_id: str, reach: Reach | None
+    ) -> bool | None:
+        result = self.call("is_tool_approved", run_id, tool_name, call_id, _creator(reach))
+        return cast(bool | None, result["approved"])
 
-    def record_decision(self, run_id, tool_name, call_id, approve, always, reason, reach, by):
+    def record_decision(
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        approve: bool,
+        always: bool,
+        reason: str,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed[Run]:
         result = self.call(
             "record_decision",
             run_id,
@@ -66,13 +81,24 @@ class RunOperations:
         )
         return Changed(self._run(result), events_from_json(result["events"], self.alias))
 
-    def rebuild_approvals(self, run_id, records, reach, by):
+    def rebuild_approvals(
+        self, run_id: str, records: Records, reach: Reach | None, by: Actor
+    ) -> Changed[Run]:
         result = self.call(
             "rebuild_approvals", run_id, Json(records), _creator(reach), by.user_id, by.name
         )
         return Changed(self._run(result), events_from_json(result["events"], self.alias))
 
-    def request_approval(self, run_id, tool_name, call_id, arguments, approval_ttl, reach, by):
+    def request_approval(
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        arguments: Any,
+        approval_ttl: timedelta,
+        reach: Reach | None,
+        by: Actor,
+    ) -> Changed[tuple[ApprovalRequest, bool]]:
         result = self.call(
             "request_approval",
             run_id,
@@ -90,7 +116,15 @@ class RunOperations:
             events_from_json(result["events"], self.alias),
         )
 
-    def decide(self, request_id, approve, always, reason, approval_ttl, by):
+    def decide(
+        self,
+        request_id: int,
+        approve: bool,
+        always: bool,
+        reason: str,
+        approval_ttl: timedelta,
+        by: Actor,
+    ) -> Changed[ApprovalRequest]:
         result = self.call(
             "decide", request_id, approve, always, reason, approval_ttl, by.user_id, by.name
         )

@@ -1,6 +1,8 @@
 """The sweep on PostgreSQL: ``sql/40_sweep.sql``, each batch one call."""
 
-from typing import Any
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, cast
 
 from agentstate.backends.base import SWEEPER, Changed
 from agentstate.events import from_json
@@ -8,21 +10,21 @@ from agentstate.events import from_json
 
 class SweepOperations:
     alias: str
-    call: Any
+    call: Callable[..., dict[str, Any]]
 
-    def _expired(self, result: dict[str, Any]) -> Changed:
+    def _expired(self, result: dict[str, Any]) -> Changed[int]:
         return Changed(result["count"], from_json(result["events"], self.alias))
 
-    def expire_pauses(self, size):
+    def expire_pauses(self, size: int) -> Changed[int]:
         return self._expired(self.call("expire_pauses", size, SWEEPER.name))
 
-    def expire_approval_requests(self, size, approval_ttl):
+    def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
         return self._expired(
             self.call("expire_approval_requests", size, approval_ttl, SWEEPER.name)
         )
 
-    def purge_pauses(self, size, retention):
-        return self.call("purge_pauses", size, retention)["count"]
+    def purge_pauses(self, size: int, retention: timedelta) -> int:
+        return cast(int, self.call("purge_pauses", size, retention)["count"])
 
-    def purge_events(self, size, retention):
-        return self.call("purge_events", size, retention)["count"]
+    def purge_events(self, size: int, retention: timedelta) -> int:
+        return cast(int, self.call("purge_events", size, retention)["count"])
