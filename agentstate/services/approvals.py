@@ -45,7 +45,7 @@ DECISIONS = {"approve": Status.APPROVED, "reject": Status.REJECTED}
 MAX_ID = 2**63 - 1
 
 
-def with_current_status(requests: QuerySet) -> QuerySet:
+def with_current_status(requests: QuerySet[ApprovalRequest]) -> QuerySet[ApprovalRequest]:
     """Annotates ``current_status``: a pending request past ``APPROVAL_TTL`` reads ``expired``.
 
     By the database clock, so a listing agrees with what ``decide`` would say

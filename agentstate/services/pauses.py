@@ -60,12 +60,12 @@ def _question(question_id: str | uuid.UUID) -> str:
         return ""
 
 
-def _announced(changed: Changed) -> PausedRun:
+def _announced(changed: Changed[PausedRun]) -> PausedRun:
     events.announce(changed.events, PausedRun, changed.value)
     return changed.value
 
 
-def with_current_status(pauses: QuerySet) -> QuerySet:
+def with_current_status(pauses: QuerySet[PausedRun]) -> QuerySet[PausedRun]:
     """Annotates ``current_status``: a pending pause past its expiry reads ``expired``.
 
     By the database clock, so a listing agrees with what a claim would say

@@ -41,7 +41,7 @@ class SweepResult:
         return asdict(self)
 
 
-def _announced(changed: Changed, model: type[models.Model]) -> int:
+def _announced(changed: Changed[int], model: type[models.Model]) -> int:
     events.announce(changed.events, model)
     return changed.value
 

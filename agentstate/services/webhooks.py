@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connections, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.db.models.functions import Now
 
 from agentstate import signals, webhooks
@@ -134,7 +134,8 @@ def _lease() -> timedelta:
 def backoff(attempts: int) -> timedelta:
     """The wait after the ``attempts``-th failed try: doubling from ``WEBHOOK_BACKOFF``,
     stretched by up to half at random so that retries of many deliveries spread."""
-    return agentstate_settings.WEBHOOK_BACKOFF * (2 ** (attempts - 1)) * (1 + random.random() / 2)
+    doubling: int = 2 ** (attempts - 1)  # attempts >= 1
+    return agentstate_settings.WEBHOOK_BACKOFF * doubling * (1 + random.random() / 2)
 
 
 def deliver(pk: int) -> timedelta | None:
@@ -194,7 +195,7 @@ def due(limit: int = 1000) -> list[int]:
     )
 
 
-def send_again(deliveries: Any) -> int:
+def send_again(deliveries: QuerySet[Delivery]) -> int:
     """Make failed deliveries pending and due now, with a fresh count of attempts."""
     return deliveries.filter(status=Status.FAILED).update(
         status=Status.PENDING, attempts=0, next_attempt_at=Now()
