@@ -27,7 +27,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -60,6 +60,17 @@ STATE_SCOPE = "agentstate.openai_agents"
 FINISHED = "finished"
 WAITING = "waiting"
 BUSY = "busy"
+
+
+class UsageDelta(TypedDict):
+    """Usage to add to a run, in agentstate's flat form (``runs.add_usage``'s counters)."""
+
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
 
 
 @dataclass(frozen=True)
@@ -128,7 +139,7 @@ class ServiceStore:
         requests = ApprovalRequest.objects.filter(run__run_id=run_id).order_by("pk")
         return [self._review(request) for request in requests]
 
-    def add_usage(self, run_id: str, **usage: int) -> None:
+    def add_usage(self, run_id: str, **usage: Unpack[UsageDelta]) -> None:
         from agentstate.services import runs
 
         runs.add_usage(run_id, **usage)
@@ -196,7 +207,7 @@ class RemoteStore:
         records = self.client.approvals(run_id)
         return [self._review(r, records) for r in self.client.list_approval_requests(run_id=run_id)]
 
-    def add_usage(self, run_id: str, **usage: int) -> None:
+    def add_usage(self, run_id: str, **usage: Unpack[UsageDelta]) -> None:
         self.client.add_usage(run_id, **usage)
 
     def keep_state(self, run_id: str, saved: str) -> None:
@@ -352,7 +363,7 @@ def _copy_usage(usage: Usage) -> Usage:
     return copy
 
 
-def _usage_delta(usage: Usage, counted: Usage) -> dict[str, int]:
+def _usage_delta(usage: Usage, counted: Usage) -> UsageDelta:
     """What ``usage`` adds to what was already counted, in agentstate's flat form."""
     return {
         "requests": usage.requests - counted.requests,
