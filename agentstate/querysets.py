@@ -1,18 +1,15 @@
 """Filters the services, the sweep and the admin share, as QuerySet methods."""
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
 from django.db import models
 from django.db.models import Case, CharField, F, Q, Value, When
 from django.db.models.expressions import Combinable
 from django.db.models.functions import Now
 
-if TYPE_CHECKING:
-    from agentstate.models import ApprovalRequest, PausedRun  # noqa: F401 - type arguments below
 
-
-class PausedRunQuerySet(models.QuerySet["PausedRun"]):
+class PausedRunQuerySet(models.QuerySet):
     def pending(self) -> Self:
         return self.filter(status="pending")
 
@@ -40,7 +37,7 @@ def current_status(ttl: timedelta) -> Case:
     )
 
 
-class ApprovalRequestQuerySet(models.QuerySet["ApprovalRequest"]):
+class ApprovalRequestQuerySet(models.QuerySet):
     def pending(self) -> Self:
         return self.filter(status="pending")
 

@@ -6,8 +6,7 @@ costs one round trip. An empty page needs no count: on page 1 the total is
 0, past it the page does not exist (404, as DRF answers).
 """
 
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import Count, QuerySet, Window
 from rest_framework.exceptions import NotFound
@@ -15,6 +14,7 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
+from rest_framework.views import APIView
 
 from agentstate.conf import agentstate_settings
 
@@ -25,15 +25,19 @@ class Pagination(PageNumberPagination):
     """``{"count", "next", "previous", "results"}``, sized by ``AGENTSTATE``."""
 
     page_size_query_param = "page_size"
+    # Set by ``paginate_queryset`` before any link is made.
+    request: Request
 
     def get_page_size(self, request: Request) -> int:
         self.page_size = agentstate_settings.PAGE_SIZE
         self.max_page_size = agentstate_settings.MAX_PAGE_SIZE
-        return super().get_page_size(request)
+        # DRF's falls back on page_size, just set: never None.
+        return cast(int, super().get_page_size(request))
 
-    def paginate_queryset(
-        self, queryset: QuerySet, request: Request, view: Any = None
-    ) -> Sequence[Any]:
+    # Only a queryset, not any sequence: the total is counted by the page's own query.
+    def paginate_queryset(  # type: ignore[override]
+        self, queryset: QuerySet[Any], request: Request, view: APIView | None = None
+    ) -> list[Any]:
         self.request = request
         size = self.get_page_size(request)
         text = request.query_params.get(self.page_query_param) or "1"

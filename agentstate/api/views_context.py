@@ -1,8 +1,11 @@
 """REST views over context variables and scopes."""
 
+from typing import Any
+
 from django.db.models import Count
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstate.models import Scope
@@ -14,10 +17,10 @@ from .permissions import acting_owner, has_model_perm, named_owner
 from .schema import documented
 
 
-class ScopeOwnerMixin:
+class ScopeOwnerMixin(AgentStateAPIView):
     """Resolves the owner a context request acts for: itself, or ``owner``."""
 
-    def owner_for(self, data, write: bool):
+    def owner_for(self, data: dict[str, Any], write: bool) -> context.Owner:
         """The caller, or the username it names (looked up by the operation itself)."""
         return acting_owner(
             self.request, data.get("owner"), "change_scope" if write else "view_scope"
@@ -29,7 +32,7 @@ class ScopeOwnerMixin:
 
 class ContextView(ScopeOwnerMixin, AgentStateAPIView):
     @documented(parameters=[s.ContextQuery], responses=s.ContextValues, operation_id="context_get")
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         q = self.query(s.ContextQuery)
         values = context.get(
             q["scope"], q.get("name") or None, owner=self.owner_for(q, write=False)
@@ -37,7 +40,7 @@ class ContextView(ScopeOwnerMixin, AgentStateAPIView):
         return Response({"scope": q["scope"], "values": values})
 
     @documented(request=s.PutRequest, responses=s.PutResponse, operation_id="context_put")
-    def put(self, request):
+    def put(self, request: Request) -> Response:
         d = self.validated(s.PutRequest, request.data)
         result = context.put(
             d["scope"],
@@ -52,7 +55,7 @@ class ContextView(ScopeOwnerMixin, AgentStateAPIView):
     @documented(
         parameters=[s.ContextDeleteQuery], responses={204: None}, operation_id="context_delete"
     )
-    def delete(self, request):
+    def delete(self, request: Request) -> Response:
         q = self.query(s.ContextDeleteQuery)
         context.delete(q["scope"], q["name"], owner=self.owner_for(q, write=True))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -60,7 +63,7 @@ class ContextView(ScopeOwnerMixin, AgentStateAPIView):
 
 class PushView(ScopeOwnerMixin, AgentStateAPIView):
     @documented(request=s.PushRequest, responses=s.PushResponse, operation_id="context_push")
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         d = self.validated(s.PushRequest, request.data)
         result = context.push(
             d["scope"],
@@ -74,7 +77,7 @@ class PushView(ScopeOwnerMixin, AgentStateAPIView):
 
 class PopView(ScopeOwnerMixin, AgentStateAPIView):
     @documented(request=s.PopRequest, responses=s.PopResponse, operation_id="context_pop")
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         d = self.validated(s.PopRequest, request.data)
         value = context.pop(
             d["scope"],
@@ -96,7 +99,7 @@ class ScopesView(ScopeOwnerMixin, AgentStateAPIView):
         responses=s.ScopeSerializer(many=True),
         operation_id="scopes_list",
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         q = self.query(s.ScopeQuery)
         scopes = Scope.objects.select_related("owner").annotate(variable_count=Count("variables"))
         if "owner" in q or not has_model_perm(request.user, "view_scope"):
@@ -108,7 +111,7 @@ class ScopesView(ScopeOwnerMixin, AgentStateAPIView):
     @documented(
         parameters=[s.ScopeDeleteQuery], responses={204: None}, operation_id="scopes_delete"
     )
-    def delete(self, request):
+    def delete(self, request: Request) -> Response:
         q = self.query(s.ScopeDeleteQuery)
         context.delete_scope(q["scope"], owner=self.owner_for(q, write=True))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -7,10 +7,15 @@ missing pause. A caller claims as itself; ``change_pausedrun`` lets it name
 the owner it claims for, ``add_pausedrun`` the owner it creates for.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from django.db.models import Q, QuerySet
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstate.backends import Reach
@@ -22,19 +27,22 @@ from .base import AgentStateAPIView
 from .permissions import has_model_perm
 from .schema import documented
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import _AnyUser
 
-def _own(user) -> QuerySet:
+
+def _own(user: _AnyUser) -> QuerySet[PausedRun]:
     return PausedRun.objects.filter(Q(created_by=user) | Q(owner=user.get_username()))
 
 
-def visible_pauses(user) -> QuerySet:
+def visible_pauses(user: _AnyUser) -> QuerySet[PausedRun]:
     """The pauses ``user`` may see."""
     if has_model_perm(user, "view_pausedrun") or has_model_perm(user, "change_pausedrun"):
         return PausedRun.objects.all()
     return _own(user)
 
 
-def changing_reach(user) -> Reach | None:
+def changing_reach(user: _AnyUser) -> Reach | None:
     """The pauses ``user`` may replace, resolve or cancel, for the operation to check
     in its own statement: every one with ``change_pausedrun``, else its own."""
     if has_model_perm(user, "change_pausedrun"):
@@ -42,7 +50,7 @@ def changing_reach(user) -> Reach | None:
     return Reach(user.pk, user.get_username())
 
 
-def acting_owner(request, owner: str | None, codename: str) -> str:
+def acting_owner(request: Request, owner: str | None, codename: str) -> str:
     """The owner a request acts for: the caller, or ``owner`` with ``codename``.
 
     An owner is a principal id, not necessarily a user of this site, so a
@@ -66,7 +74,7 @@ class PausesView(AgentStateAPIView):
         responses=s.PauseSerializer(many=True),
         operation_id="pauses_list",
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         q = self.query(s.PauseQuery)
         rows = pauses.with_current_status(visible_pauses(request.user))
         rows = rows.filter(
@@ -81,7 +89,7 @@ class PausesView(AgentStateAPIView):
         responses={201: s.PauseSerializer},
         operation_id="pauses_create",
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         d = self.validated(s.PauseCreateRequest, request.data)
         pause = pauses.put_pause(
             d["chat_id"],
@@ -99,7 +107,7 @@ class ClaimView(AgentStateAPIView):
     @documented(
         request=s.PauseClaimRequest, responses=s.PauseSerializer, operation_id="pauses_claim"
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         d = self.validated(s.PauseClaimRequest, request.data)
         pause = pauses.claim_pause(
             d["chat_id"],
@@ -115,7 +123,7 @@ class ResolveView(AgentStateAPIView):
     @documented(
         request=s.PauseKeyRequest, responses=s.PauseSerializer, operation_id="pauses_resolve"
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         d = self.validated(s.PauseKeyRequest, request.data)
         pause = pauses.resolve(
             d["chat_id"],
@@ -128,7 +136,7 @@ class ResolveView(AgentStateAPIView):
 
 class CancelView(AgentStateAPIView):
     @documented(request=s.PauseKeyRequest, responses={204: None}, operation_id="pauses_cancel")
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         d = self.validated(s.PauseKeyRequest, request.data)
         pauses.cancel(
             d["chat_id"],

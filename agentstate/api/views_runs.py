@@ -13,14 +13,20 @@ backend: the caller's reach goes into it (``Reach``: the runs it created;
 changed in one round trip, and the response is built from what it returned.
 """
 
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentstate.backends import Reach
+from agentstate.backends import Reach, Records
 from agentstate.exceptions import ApprovalRequestNotFound
 from agentstate.models import ApprovalRequest
 from agentstate.services import approvals, runs
@@ -31,12 +37,15 @@ from .base import AgentStateAPIView
 from .permissions import has_model_perm
 from .schema import documented
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import _AnyUser, _User
+
 RUN_ID = OpenApiParameter("run_id", str, OpenApiParameter.PATH)
 REQUEST_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
 PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
 
 
-def reach(user, *codenames: str) -> Reach | None:
+def reach(user: _AnyUser, *codenames: str) -> Reach | None:
     """The runs ``user`` may touch: every run (``None``) with one of ``codenames``,
     else those it created."""
     if any(has_model_perm(user, codename) for codename in codenames):
@@ -44,15 +53,15 @@ def reach(user, *codenames: str) -> Reach | None:
     return Reach(user.pk, user.get_username())
 
 
-def viewing(user) -> Reach | None:
+def viewing(user: _AnyUser) -> Reach | None:
     return reach(user, "view_run", "change_run")
 
 
-def changing(user) -> Reach | None:
+def changing(user: _AnyUser) -> Reach | None:
     return reach(user, "change_run")
 
 
-def visible_requests(user) -> QuerySet[ApprovalRequest]:
+def visible_requests(user: _AnyUser) -> QuerySet[ApprovalRequest]:
     """A reviewer (``decide_approvalrequest``) sees the queue it decides."""
     requests = approvals.with_current_status(
         ApprovalRequest.objects.select_related("run", "decided_by")
@@ -61,14 +70,15 @@ def visible_requests(user) -> QuerySet[ApprovalRequest]:
         user, "decide_approvalrequest"
     ):
         return requests
-    return requests.filter(created_by=user)
+    # A signed-in user: every agentstate view takes IsAuthenticated.
+    return requests.filter(created_by=cast("_User", user))
 
 
 class RunAPIView(AgentStateAPIView):
     """A view of ``/runs/{run_id}/...``: a run id the rules do not allow (U+0000
     included) is bad input, a 400 naming ``run_id``, and never reaches the database."""
 
-    def initial(self, request, *args, **kwargs):
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         check_run_id(kwargs["run_id"])
 
@@ -77,7 +87,7 @@ class RunsView(AgentStateAPIView):
     @documented(
         request=s.RunCreateRequest, responses={201: s.RunSerializer}, operation_id="runs_create"
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         d = self.validated(s.RunCreateRequest, request.data)
         run = runs.create_run(d.get("run_id"), d.get("context"), user=request.user)
         return Response(runs.as_json(run), status=status.HTTP_201_CREATED)
@@ -85,7 +95,7 @@ class RunsView(AgentStateAPIView):
 
 class RunView(RunAPIView):
     @documented(parameters=[RUN_ID], responses=s.RunSerializer, operation_id="runs_get")
-    def get(self, request, run_id: str):
+    def get(self, request: Request, run_id: str) -> Response:
         return Response(runs.to_json(run_id, reach=viewing(request.user)))
 
     @documented(
@@ -94,7 +104,7 @@ class RunView(RunAPIView):
         responses=s.RunSerializer,
         operation_id="runs_update",
     )
-    def patch(self, request, run_id: str):
+    def patch(self, request: Request, run_id: str) -> Response:
         d = self.validated(s.RunUpdateRequest, request.data)
         if "context" not in d:  # a partial update of nothing
             return Response(runs.to_json(run_id, reach=changing(request.user)))
@@ -109,7 +119,7 @@ class UsageView(RunAPIView):
         responses=s.UsageSerializer,
         operation_id="runs_usage_add",
     )
-    def post(self, request, run_id: str):
+    def post(self, request: Request, run_id: str) -> Response:
         d = self.validated(s.UsageRequest, request.data)
         return Response(runs.add_usage(run_id, **d, reach=changing(request.user)))
 
@@ -122,7 +132,7 @@ class ApprovalsView(RunAPIView):
         "Without: the records map {tool: {approved, rejected}}.",
         operation_id="runs_approvals_get",
     )
-    def get(self, request, run_id: str):
+    def get(self, request: Request, run_id: str) -> Response:
         q = self.query(s.ApprovalQuery)
         if not q:
             return Response(runs.records(run_id, reach=viewing(request.user)))
@@ -139,7 +149,7 @@ class ApprovalsView(RunAPIView):
         responses={200: s.RECORDS_SCHEMA},
         operation_id="runs_approvals_rebuild",
     )
-    def put(self, request, run_id: str):
+    def put(self, request: Request, run_id: str) -> Response:
         return Response(
             runs.rebuild_approvals(
                 run_id, request.data, user=request.user, reach=changing(request.user)
@@ -150,9 +160,9 @@ class ApprovalsView(RunAPIView):
 class ApprovalChangeView(RunAPIView):
     """``approve/`` and ``reject/``: one call, or every call with ``always``."""
 
-    change = None  # runs.approve or runs.reject
+    change: ClassVar[Callable[..., Records]]  # runs.approve or runs.reject
 
-    def post(self, request, run_id: str):
+    def post(self, request: Request, run_id: str) -> Response:
         d = self.validated(s.ApprovalChangeRequest, request.data)
         return Response(
             self.change(
@@ -175,7 +185,7 @@ class ApproveView(ApprovalChangeView):
         responses={200: s.RECORDS_SCHEMA},
         operation_id="runs_approvals_approve",
     )
-    def post(self, request, run_id: str):
+    def post(self, request: Request, run_id: str) -> Response:
         return super().post(request, run_id)
 
 
@@ -188,7 +198,7 @@ class RejectView(ApprovalChangeView):
         responses={200: s.RECORDS_SCHEMA},
         operation_id="runs_approvals_reject",
     )
-    def post(self, request, run_id: str):
+    def post(self, request: Request, run_id: str) -> Response:
         return super().post(request, run_id)
 
 
@@ -199,7 +209,7 @@ class RunApprovalRequestsView(RunAPIView):
         responses={201: s.ApprovalRequestSerializer, 200: s.ApprovalRequestSerializer},
         operation_id="runs_approval_requests_create",
     )
-    def post(self, request, run_id: str):
+    def post(self, request: Request, run_id: str) -> Response:
         d = self.validated(s.ApprovalRequestCreate, request.data)
         filed, created = approvals.ensure_request(
             run_id,
@@ -221,7 +231,7 @@ class ApprovalRequestsView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer(many=True),
         operation_id="approval_requests_list",
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         q = self.query(s.ApprovalRequestQuery)
         rows = visible_requests(request.user)
         if "status" in q:
@@ -246,7 +256,7 @@ class ApprovalRequestView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_get",
     )
-    def get(self, request, id: str):  # the documented path parameter
+    def get(self, request: Request, id: str) -> Response:  # the documented path parameter
         found = visible_requests(request.user).filter(pk=request_id(id)).first()
         if found is None:
             raise ApprovalRequestNotFound.of(id=id)
@@ -260,7 +270,7 @@ class DecideView(AgentStateAPIView):
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_decide",
     )
-    def post(self, request, id: str):  # the documented path parameter
+    def post(self, request: Request, id: str) -> Response:  # the documented path parameter
         if not request.user.has_perm("agentstate.decide_approvalrequest"):
             raise PermissionDenied(
                 "Deciding approval requests takes agentstate.decide_approvalrequest."

@@ -20,6 +20,7 @@ import uuid
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 
 from agentstate import events
 from agentstate.backends import Actor, Reach, Records, backend
@@ -59,7 +60,8 @@ __all__ = [
     "update_run",
 ]
 
-User = AbstractBaseUser | None
+# Who makes a change: a user, or none (anonymous or no user, recorded as no user).
+User = AbstractBaseUser | AnonymousUser | None
 RunRef = Run | str
 
 MAX_INCREMENT = 2**53
