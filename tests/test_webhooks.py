@@ -289,3 +289,26 @@ def test_a_webhook_changed_in_the_admin_is_saved(admin_client, settings):
     assert page.status_code == 302, page.content
     hook.refresh_from_db()
     assert hook.url == "http://127.0.0.1:9/other" and not hook.active
+
+
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ({"url": "http://127.0.0.1:9/hook", "kinds": "[]"}, "private, loopback"),
+        ({"url": "ftp://example.com/hook", "kinds": "[]"}, "only http and https"),
+        ({"url": "https://example.com/hook", "kinds": '["no.such"]'}, "is no event kind"),
+    ],
+)
+@pytest.mark.parametrize("change", [False, True])
+def test_a_refused_webhook_in_the_admin_is_a_form_error(admin_client, settings, body, says, change):
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    hook = webhooks.create_webhook("https://example.com/kept") if change else None
+    settings.AGENTSTATE = {**ALLOW_PRIVATE, "WEBHOOK_ALLOW_PRIVATE": False}
+    path = (
+        f"/admin/agentstate/webhook/{hook.pk}/change/" if hook else "/admin/agentstate/webhook/add/"
+    )
+    page = admin_client.post(path, body)
+    assert page.status_code == 200 and says in page.content.decode()
+    assert list(Webhook.objects.values_list("url", flat=True)) == (
+        ["https://example.com/kept"] if change else []
+    )

@@ -1,5 +1,6 @@
 """Webhooks in the admin: the secret shown once, deliveries with their attempts, send again."""
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.forms import ModelForm
@@ -7,20 +8,45 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
-from agentstate import webhooks as sending
+from agentstate.exceptions import BadInput
 from agentstate.models import Delivery, DeliveryAttempt, Webhook
 from agentstate.services import webhooks
 
 
+class WebhookForm(forms.ModelForm):
+    """The service's checks as form errors: a refused target or an unknown kind is
+    shown on its field, never a server error."""
+
+    class Meta:
+        model = Webhook
+        fields = ("url", "kinds", "active")
+        # A URL typed without a scheme is refused, never given one.
+        field_classes = {"url": forms.CharField}
+
+    def clean_url(self) -> str:
+        url: str = self.cleaned_data["url"]
+        try:
+            webhooks.check_target(url)
+        except BadInput as refused:
+            raise forms.ValidationError(refused.detail) from None
+        return url
+
+    def clean_kinds(self) -> list[str]:
+        try:
+            return webhooks.check_kinds(self.cleaned_data["kinds"])
+        except BadInput as refused:
+            raise forms.ValidationError(refused.detail) from None
+
+
 @admin.register(Webhook)
 class WebhookAdmin(admin.ModelAdmin):
+    form = WebhookForm
     list_display = ("url", "kinds", "active", "created_at")
     list_filter = ("active",)
     fields = ("url", "kinds", "active")
 
     def save_model(self, request: HttpRequest, obj: Webhook, form: ModelForm, change: bool) -> None:
-        if change:
-            sending.check_url(obj.url)
+        if change:  # the form checked the URL and the kinds
             super().save_model(request, obj, form, change)
             return
         created = webhooks.create_webhook(obj.url, obj.kinds, obj.active, user=request.user)

@@ -35,7 +35,8 @@ class WebhookNotFound(NotFound):
     default_detail = "Webhook not found."
 
 
-def _check_kinds(kinds: Any) -> list[str]:
+def check_kinds(kinds: Any) -> list[str]:
+    """The event kinds a webhook wants, deduplicated (none: every kind); ``BadInput``."""
     if kinds is None:
         return []
     if not isinstance(kinds, list) or not all(isinstance(kind, str) for kind in kinds):
@@ -46,23 +47,28 @@ def _check_kinds(kinds: Any) -> list[str]:
     return list(dict.fromkeys(kinds))
 
 
-def create_webhook(
-    url: str, kinds: list[str] | None = None, active: bool = True, *, user: Any = None
-) -> Webhook:
-    """A new webhook; its ``secret`` is shown to its creator once, in what this returns."""
+def check_target(url: str) -> None:
+    """Refuse a URL that can never be a target (``RefusedTarget``): another scheme, no
+    host, or (unless ``WEBHOOK_ALLOW_PRIVATE``) a private address. A name that does
+    not resolve yet is accepted: every attempt checks the target again."""
     webhooks.check_url(url)
     if not agentstate_settings.WEBHOOK_ALLOW_PRIVATE:
-        # A private address is refused now; a name that does not resolve yet may
-        # resolve later (every attempt checks again).
         try:
             webhooks.resolve(url, allow_private=False)
         except webhooks.Unresolved:
             pass
+
+
+def create_webhook(
+    url: str, kinds: list[str] | None = None, active: bool = True, *, user: Any = None
+) -> Webhook:
+    """A new webhook; its ``secret`` is shown to its creator once, in what this returns."""
+    check_target(url)
     if not isinstance(active, bool):
         raise BadInput("active must be true or false.", field="active")
     return Webhook.objects.create(
         url=url,
-        kinds=_check_kinds(kinds),
+        kinds=check_kinds(kinds),
         active=active,
         secret=webhooks.new_secret(),
         created_by=user if getattr(user, "is_authenticated", False) else None,
