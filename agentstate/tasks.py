@@ -6,15 +6,23 @@ with Celery beat (the demo site runs both every minute); sites using cron run
 ``celery`` extra. See docs/deployment.md.
 """
 
+import atexit
+import logging
+import os
+import queue
+import threading
+
 from agentstate.extras import missing
 
 try:
-    from celery import shared_task
+    from celery import Celery, current_app, shared_task
 except ImportError as error:
     raise missing("celery", "agentstate.tasks", error) from error
 
 from agentstate.services import webhooks  # noqa: E402
 from agentstate.services.sweep import sweep  # noqa: E402
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="agentstate.tasks.expire_pauses", ignore_result=True)
@@ -46,7 +54,64 @@ def send_webhooks() -> int:
     return len(due)
 
 
+class _Handoff:
+    """Hands delivery ids to the broker from one daemon thread per process, so that
+    the change that wrote them does not wait for the broker (a publish costs about
+    as much as filing an approval request). The outbox row is already committed: a
+    hand-off lost with its process (or a broker that is down) leaves the delivery
+    due, and ``send_webhooks`` queues it. At exit the thread is given a moment to
+    publish what it holds."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._ids: queue.Queue[tuple[Celery, int]] = queue.Queue()
+
+    def put(self, delivery_ids: list[int]) -> None:
+        # the caller's Celery app: another thread's would be Celery's default one
+        app = current_app._get_current_object()
+        self._running()
+        for delivery_id in delivery_ids:
+            self._ids.put((app, delivery_id))
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every id handed over so far is published (or ``timeout``)."""
+        done = threading.Event()
+        ids = self._ids
+
+        def drained() -> None:
+            ids.join()
+            done.set()
+
+        threading.Thread(target=drained, daemon=True).start()
+        return done.wait(timeout)
+
+    def _running(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            # first use, or a forked child (gunicorn, Celery's prefork pool): a
+            # thread of its own, and none of the parent's ids
+            self._pid, self._ids = os.getpid(), queue.Queue()
+            threading.Thread(target=self._publish, name="agentstate-webhooks", daemon=True).start()
+
+    def _publish(self) -> None:
+        ids = self._ids
+        while True:
+            app, delivery_id = ids.get()
+            try:
+                app.send_task(deliver_webhook.name, (delivery_id,))
+            except Exception:  # noqa: BLE001 - the beat task sends it; keep publishing
+                logger.warning("could not queue webhook delivery %s", delivery_id, exc_info=True)
+            finally:
+                ids.task_done()
+
+
+handoff = _Handoff()
+atexit.register(handoff.flush, 2.0)
+
+
 def queue_deliveries(delivery_ids: list[int]) -> None:
-    """Queue the deliveries an event wrote, once its transaction has committed."""
-    for delivery_id in delivery_ids:
-        deliver_webhook.delay(delivery_id)
+    """Queue the deliveries an event wrote, once its transaction has committed: handed
+    to the broker by a thread of this process, off the caller's path."""
+    handoff.put(delivery_ids)

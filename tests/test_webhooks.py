@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.db import transaction
 from standardwebhooks import Webhook as Verifier
 
 from agentstate import events
@@ -312,3 +313,67 @@ def test_a_refused_webhook_in_the_admin_is_a_form_error(admin_client, settings, 
     assert list(Webhook.objects.values_list("url", flat=True)) == (
         ["https://example.com/kept"] if change else []
     )
+
+
+# Handing deliveries to the broker
+
+
+@pytest.fixture
+def broker(tmp_path):
+    """A Celery app of this process on the test broker (Redis when ``REDIS_URL`` is
+    set, else the file-system transport in a temporary folder), and a way to count
+    the messages waiting on it."""
+    from celery import Celery
+
+    url = os.environ.get("REDIS_URL")
+    app = Celery("handoff-test", set_as_current=False)
+    if url:
+        import redis
+
+        app.conf.broker_url = url
+        app.conf.task_default_queue = queue = f"handoff-{os.getpid()}-{time.monotonic_ns()}"
+        client = redis.Redis.from_url(url)
+
+        def waiting() -> int:
+            return int(client.llen(queue))
+
+    else:
+        folder = tmp_path / "broker"
+        folder.mkdir()
+        app.conf.broker_url = "filesystem://"
+        app.conf.broker_transport = "project.broker:Transport"
+        app.conf.broker_transport_options = {
+            "data_folder_in": str(folder),
+            "data_folder_out": str(folder),
+        }
+
+        def waiting() -> int:
+            return len(list(folder.glob("*.msg")))
+
+    previous = __import__("celery").current_app
+    app.set_current()
+    try:
+        yield waiting
+    finally:
+        previous.set_current()
+        if url:
+            client.delete(queue)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_committed_deliveries_are_handed_to_the_broker_off_the_callers_path(broker, settings):
+    from agentstate.services import approvals, runs
+    from agentstate.tasks import handoff
+
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    webhooks.create_webhook("http://127.0.0.1:9/hook", ["approval.requested"])
+    webhooks.create_webhook("http://127.0.0.1:9/other", ["approval.requested"])
+    run = runs.create_run("run-1")
+    approvals.request_approval(run, "mail", "call-1", {})  # autocommit: handed over at once
+    assert handoff.flush(30), "the publishing thread took them"
+    assert broker() == 2
+    with pytest.raises(RuntimeError), transaction.atomic():
+        approvals.request_approval(run, "mail", "call-2", {})
+        raise RuntimeError("rolled back")
+    assert handoff.flush(30) and broker() == 2, "a rolled-back change hands over nothing"
+    assert Delivery.objects.count() == 2
