@@ -27,10 +27,12 @@ from .errors import (
     AlreadyClaimed,
     AlreadyDecided,
     AlreadyResolved,
+    AlreadyRevoked,
     APIError,
     ApprovalRequestExpired,
     ApprovalRequestNotFound,
     BodyTooLarge,
+    BudgetExceeded,
     Conflict,
     Expired,
     InvalidInput,
@@ -80,6 +82,8 @@ _BY_CODE: dict[str, type[APIError]] = {
         Expired,
         BodyTooLarge,
         ServiceUnavailable,
+        AlreadyRevoked,
+        BudgetExceeded,
     )
 }
 _BY_CODE["parse_error"] = InvalidInput
