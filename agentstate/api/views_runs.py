@@ -30,6 +30,7 @@ from . import serializers_runs as s
 from .base import AgentStateAPIView
 from .permissions import has_model_perm
 from .schema import documented
+from .serializers_budgets import BudgetExceededSerializer
 
 RUN_ID = OpenApiParameter("run_id", str, OpenApiParameter.PATH)
 REQUEST_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
@@ -106,7 +107,7 @@ class UsageView(RunAPIView):
     @documented(
         parameters=[RUN_ID],
         request=s.UsageRequest,
-        responses=s.UsageSerializer,
+        responses={200: s.UsageSerializer, 409: BudgetExceededSerializer},
         operation_id="runs_usage_add",
     )
     def post(self, request, run_id: str):
