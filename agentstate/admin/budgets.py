@@ -124,13 +124,13 @@ class BudgetInline(admin.StackedInline):
         return "—" if state is None else _counters(state.remaining, str(_("no cap")))
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is not None  # whoever sees the page it is on
+        return True  # whoever sees the page it is on
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is not None and request.user.has_perm(CHANGE_PERM)
+        return request.user.has_perm(CHANGE_PERM)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return obj is not None and request.user.has_perm(CHANGE_PERM)
+        return request.user.has_perm(CHANGE_PERM)
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
