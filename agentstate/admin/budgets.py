@@ -14,10 +14,11 @@ its own). ``AGENTSTATE["USER_BUDGET_INLINE"] = False`` leaves the user's page
 alone.
 """
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin
 from django.contrib.auth import get_user_model
+from django.db.models import Field
 from django.forms import BaseInlineFormSet, ModelForm
 from django.http import HttpRequest
 from django.utils.html import format_html_join
@@ -37,7 +38,10 @@ def _counters(values: dict[str, int | None], none: str) -> str:
         "",
         "<div>{}: {}</div>",
         (
-            (Budget._meta.get_field(f"max_{name}").verbose_name, none if value is None else value)
+            (
+                cast(Field, Budget._meta.get_field(f"max_{name}")).verbose_name,
+                none if value is None else value,
+            )
             for name, value in values.items()
         ),
     )
@@ -99,8 +103,8 @@ class BudgetInline(admin.StackedInline):
 
     def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
         formset = super().get_formset(request, obj, **kwargs)
-        formset.request = request  # a class made for this request
-        return formset
+        # the formset's class is made for this request: it may carry it
+        return type(formset.__name__, (formset,), {"request": request})
 
     def read(self, budget: Budget) -> BudgetState | None:
         """The budget as it stands; ``None`` for the blank form of a new one."""
@@ -145,7 +149,8 @@ class RunBudgetInline(BudgetInline):
     readonly_fields = ("used", "remaining")
 
     def read(self, budget: Budget) -> BudgetState | None:
-        return None if budget.run_id is None else budgets.run_budget(budget.run)
+        run = budget.run  # no query for a blank form's
+        return None if run is None else budgets.run_budget(run)
 
 
 class UserBudgetInline(BudgetInline):
@@ -158,7 +163,8 @@ class UserBudgetInline(BudgetInline):
     verbose_name = _("agent usage budget")
 
     def read(self, budget: Budget) -> BudgetState | None:
-        return None if budget.user_id is None else budgets.user_budget(budget.user)
+        user = budget.user
+        return None if user is None else budgets.user_budget(user)
 
     @admin.display(description=_("resets at"))
     def resets_at(self, budget: Budget) -> Any:
@@ -175,7 +181,8 @@ def add_user_budget_inline(site: admin.AdminSite = admin.site) -> bool:
         return False
     model_admin = site.get_model_admin(user_model)
     if UserBudgetInline not in model_admin.inlines:
-        model_admin.inlines = (*model_admin.inlines, UserBudgetInline)
+        # the instance's own inlines: the class (and other sites using it) stay as they are
+        model_admin.inlines = (*model_admin.inlines, UserBudgetInline)  # type: ignore[misc]
     return True
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.auth.models import AnonymousUser
 
 from agentstate import events
 from agentstate.backends import Actor, BudgetState, Reach, backend
@@ -53,6 +54,8 @@ PERIODS = (Budget.Period.DAY.value, Budget.Period.MONTH.value)
 MAX_CAP = 2**63 - 1
 
 UserRef = AbstractBaseUser | str
+# Who makes a change, as its event records it (anonymous or none: no user).
+By = AbstractBaseUser | AnonymousUser | None
 
 
 class Keep(enum.Enum):
@@ -112,7 +115,7 @@ def set_run_budget(
     run: RunRef,
     caps: Mapping[str, int | None],
     *,
-    by: AbstractBaseUser | None = None,
+    by: By = None,
     reach: Reach | None = None,
 ) -> BudgetState:
     """Set the counters ``caps`` names on the run's budget (made if it has none);
@@ -134,7 +137,7 @@ def set_user_budget(
     caps: Mapping[str, int | None] | None = None,
     *,
     period: str | None | Keep = KEEP,
-    by: AbstractBaseUser | None = None,
+    by: By = None,
 ) -> BudgetState:
     """Set the counters ``caps`` names on the user's budget (made if it has none), and
     its ``period`` unless ``KEEP``: ``None`` (never resets), ``"day"`` or ``"month"``.

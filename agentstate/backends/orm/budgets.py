@@ -189,7 +189,7 @@ class BudgetOperations(Operations):
             budget.period = period
             for name in COUNTERS:
                 setattr(budget, f"used_{name}", 0)
-            budget.period_start = Now()  # type: ignore[assignment]  # the database's clock
+            budget.period_start = Now()  # the database's clock
         changed = created or before != _settings(budget)
         if changed or rolled:
             budget.save(using=self.alias)
