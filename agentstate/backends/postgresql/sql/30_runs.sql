@@ -144,7 +144,6 @@ DECLARE
     own agentstate_budget;
     shared agentstate_budget;
     over text;
-    refused jsonb;
 BEGIN
     SELECT counter.name INTO over
     FROM (VALUES (1, 'requests', rn.requests, p_requests),
@@ -159,20 +158,21 @@ BEGIN
     IF over IS NOT NULL THEN
         RETURN agentstate_refuse('UsageOverflow', jsonb_build_object('field', over));
     END IF;
+    -- A NULL cap compares as NULL, which IF takes as false: uncapped.
     SELECT * INTO own FROM agentstate_budget WHERE run_id = rn.id;
-    IF own.id IS NOT NULL THEN
-        SELECT jsonb_build_object('budget', 'run', 'counter', c.name, 'increment', c.added,
-                                  'cap', c.cap, 'used', c.held) INTO refused
-        FROM (VALUES (1, 'requests', rn.requests, p_requests, own.max_requests),
-                     (2, 'input_tokens', rn.input_tokens, p_input, own.max_input_tokens),
-                     (3, 'output_tokens', rn.output_tokens, p_output, own.max_output_tokens),
-                     (4, 'total_tokens', rn.total_tokens, p_total, own.max_total_tokens))
-             AS c (n, name, held, added, cap)
-        WHERE c.held + c.added > c.cap  -- no overflow: checked above
-        ORDER BY c.n LIMIT 1;
-        IF refused IS NOT NULL THEN
-            RETURN agentstate_refuse('BudgetExceeded', refused);
-        END IF;
+    IF own.id IS NULL THEN
+        NULL;
+    ELSIF rn.requests + p_requests > own.max_requests THEN
+        RETURN agentstate_exceeded('run', 'requests', p_requests, own.max_requests, rn.requests);
+    ELSIF rn.input_tokens + p_input > own.max_input_tokens THEN
+        RETURN agentstate_exceeded('run', 'input_tokens', p_input, own.max_input_tokens,
+                                   rn.input_tokens);
+    ELSIF rn.output_tokens + p_output > own.max_output_tokens THEN
+        RETURN agentstate_exceeded('run', 'output_tokens', p_output, own.max_output_tokens,
+                                   rn.output_tokens);
+    ELSIF rn.total_tokens + p_total > own.max_total_tokens THEN
+        RETURN agentstate_exceeded('run', 'total_tokens', p_total, own.max_total_tokens,
+                                   rn.total_tokens);
     END IF;
     IF rn.created_by_id IS NOT NULL THEN
         SELECT * INTO shared FROM agentstate_budget WHERE user_id = rn.created_by_id FOR UPDATE;
@@ -183,31 +183,24 @@ BEGIN
             shared.used_output_tokens := 0; shared.used_total_tokens := 0;
             shared.period_start := agentstate_period_start(shared.period);
         END IF;
-        SELECT c.name INTO over
-        FROM (VALUES (1, 'requests', shared.used_requests, p_requests),
-                     (2, 'input_tokens', shared.used_input_tokens, p_input),
-                     (3, 'output_tokens', shared.used_output_tokens, p_output),
-                     (4, 'total_tokens', shared.used_total_tokens, p_total))
-             AS c (n, name, held, added)
-        WHERE c.held > top - c.added
-        ORDER BY c.n LIMIT 1;
+        over := CASE WHEN shared.used_requests > top - p_requests THEN 'requests'
+                     WHEN shared.used_input_tokens > top - p_input THEN 'input_tokens'
+                     WHEN shared.used_output_tokens > top - p_output THEN 'output_tokens'
+                     WHEN shared.used_total_tokens > top - p_total THEN 'total_tokens' END;
         IF over IS NOT NULL THEN
             RETURN agentstate_refuse('UsageOverflow', jsonb_build_object('field', over));
-        END IF;
-        SELECT jsonb_build_object('budget', 'user', 'counter', c.name, 'increment', c.added,
-                                  'cap', c.cap, 'used', c.held) INTO refused
-        FROM (VALUES (1, 'requests', shared.used_requests, p_requests, shared.max_requests),
-                     (2, 'input_tokens', shared.used_input_tokens, p_input,
-                      shared.max_input_tokens),
-                     (3, 'output_tokens', shared.used_output_tokens, p_output,
-                      shared.max_output_tokens),
-                     (4, 'total_tokens', shared.used_total_tokens, p_total,
-                      shared.max_total_tokens))
-             AS c (n, name, held, added, cap)
-        WHERE c.held + c.added > c.cap
-        ORDER BY c.n LIMIT 1;
-        IF refused IS NOT NULL THEN
-            RETURN agentstate_refuse('BudgetExceeded', refused);
+        ELSIF shared.used_requests + p_requests > shared.max_requests THEN
+            RETURN agentstate_exceeded('user', 'requests', p_requests, shared.max_requests,
+                                       shared.used_requests);
+        ELSIF shared.used_input_tokens + p_input > shared.max_input_tokens THEN
+            RETURN agentstate_exceeded('user', 'input_tokens', p_input, shared.max_input_tokens,
+                                       shared.used_input_tokens);
+        ELSIF shared.used_output_tokens + p_output > shared.max_output_tokens THEN
+            RETURN agentstate_exceeded('user', 'output_tokens', p_output,
+                                       shared.max_output_tokens, shared.used_output_tokens);
+        ELSIF shared.used_total_tokens + p_total > shared.max_total_tokens THEN
+            RETURN agentstate_exceeded('user', 'total_tokens', p_total, shared.max_total_tokens,
+                                       shared.used_total_tokens);
         END IF;
         UPDATE agentstate_budget
         SET used_requests = shared.used_requests + p_requests,

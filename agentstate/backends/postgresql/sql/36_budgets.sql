@@ -37,6 +37,15 @@ LANGUAGE sql STABLE AS $$
     SELECT coalesce(p_start < agentstate_period_start(p_period), false)
 $$;
 
+-- Refuse an add that takes p_budget ('run' or 'user') past its cap on p_counter.
+CREATE FUNCTION agentstate_exceeded(
+    p_budget text, p_counter text, p_increment bigint, p_cap bigint, p_used bigint
+) RETURNS jsonb
+LANGUAGE sql AS $$
+    SELECT agentstate_refuse('BudgetExceeded', jsonb_build_object('budget', p_budget,
+        'counter', p_counter, 'increment', p_increment, 'cap', p_cap, 'used', p_used))
+$$;
+
 -- The counters of a budget's row as JSON (a run's: its own usage instead).
 CREATE FUNCTION agentstate_counters(
     p_requests bigint, p_input bigint, p_output bigint, p_total bigint
