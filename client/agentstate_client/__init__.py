@@ -6,16 +6,18 @@ needs only ``httpx`` (no Django). See the project's documentation,
 ``docs/client.md``.
 """
 
-from .client import AgentStateClient, TokenAuth, error_from_response
+from .client import KEEP, AgentStateClient, TokenAuth, error_from_response
 from .errors import (
     AlreadyClaimed,
     AlreadyDecided,
     AlreadyResolved,
+    AlreadyRevoked,
     APIError,
     ApprovalRequestExpired,
     ApprovalRequestNotFound,
     BadInput,
     BodyTooLarge,
+    BudgetExceeded,
     Conflict,
     Expired,
     InvalidInput,
@@ -26,6 +28,7 @@ from .errors import (
     PauseExpired,
     PauseNotFound,
     PermissionDenied,
+    PolicyNotFound,
     QuestionSuperseded,
     RunExists,
     RunNotFound,
@@ -33,6 +36,7 @@ from .errors import (
     ServiceUnavailable,
     TypeConflict,
     Unreachable,
+    UserNotFound,
     VariableNotFound,
     VersionMismatch,
 )
@@ -41,6 +45,7 @@ from .toolcontext import RemoteSharedState, RemoteToolContext
 __version__ = "0.1.0"
 
 __all__ = [
+    "KEEP",
     "AgentStateClient",
     "RemoteSharedState",
     "RemoteToolContext",
@@ -56,6 +61,8 @@ __all__ = [
     "PauseNotFound",
     "RunNotFound",
     "ApprovalRequestNotFound",
+    "UserNotFound",
+    "PolicyNotFound",
     "Conflict",
     "TypeConflict",
     "VersionMismatch",
@@ -66,6 +73,8 @@ __all__ = [
     "NotPending",
     "RunExists",
     "AlreadyDecided",
+    "AlreadyRevoked",
+    "BudgetExceeded",
     "Expired",
     "PauseExpired",
     "ApprovalRequestExpired",

@@ -84,6 +84,14 @@ class ApprovalRequestNotFound(NotFound):
     code = "approval_request_not_found"
 
 
+class UserNotFound(NotFound):
+    code = "user_not_found"
+
+
+class PolicyNotFound(NotFound):
+    """An approval policy not found (the code is the generic ``not_found``)."""
+
+
 class Conflict(APIError):
     status = 409
     code = "conflict"
@@ -124,6 +132,37 @@ class RunExists(Conflict):
 
 class AlreadyDecided(Conflict):
     code = "already_decided"
+
+
+class AlreadyRevoked(Conflict):
+    code = "already_revoked"
+
+
+class BudgetExceeded(Conflict):
+    """An add of usage that would pass a budget's cap; nothing was added. ``budget``
+    is ``"run"`` or ``"user"``, ``counter`` the counter whose cap it would pass."""
+
+    code = "budget_exceeded"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        field: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+        response: httpx.Response | None = None,
+    ) -> None:
+        super().__init__(detail, field=field, status=status, code=code, response=response)
+        body: object = None
+        if response is not None:
+            try:
+                body = response.json()
+            except ValueError:
+                body = None
+        facts = body if isinstance(body, dict) else {}
+        self.budget = str(facts.get("budget", ""))
+        self.counter = str(facts.get("counter", ""))
 
 
 class Expired(APIError):
