@@ -8,4 +8,13 @@ class AgentStateConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.apps import apps
+
         from agentstate import checks  # noqa: F401  (registers the system checks)
+
+        if apps.is_installed("django.contrib.admin"):
+            # Again now that every app's admin module is loaded: a site that
+            # registered its own user admin after agentstate's module gets it too.
+            from agentstate.admin.budgets import add_user_budget_inline
+
+            add_user_budget_inline()

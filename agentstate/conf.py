@@ -38,6 +38,8 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_ALLOW_PRIVATE": False,
     # Events (and their deliveries' attempts) older than this are deleted by the sweep.
     "EVENT_RETENTION": timedelta(days=90),
+    # Whether the admin's page of a user shows (and edits) the user's budget.
+    "USER_BUDGET_INLINE": True,
     # The storage backend class for every database (a dotted path); ``None``:
     # PostgreSQL's own on PostgreSQL, the portable ORM backend elsewhere.
     "BACKEND": None,
@@ -80,6 +82,7 @@ class AgentStateSettings:
     WEBHOOK_TIMEOUT: timedelta
     WEBHOOK_ALLOW_PRIVATE: bool
     EVENT_RETENTION: timedelta
+    USER_BUDGET_INLINE: bool
     BACKEND: str | None
 
     def __init__(self) -> None:

@@ -24,6 +24,10 @@ class AgentStateError(Exception):
         self.field = field
         super().__init__(self.detail)
 
+    def extra(self) -> dict[str, Any]:
+        """What the REST body carries besides ``detail``, ``code`` and ``field``."""
+        return {}
+
     @classmethod
     def of(cls, *, field: str | None = None, **facts: Any) -> "AgentStateError":
         """The refusal worded by ``template`` from ``facts``."""
@@ -78,6 +82,12 @@ class ApprovalRequestNotFound(NotFound):
     code = "approval_request_not_found"
     default_detail = "Approval request not found."
     template = "Approval request {id} not found."
+
+
+class UserNotFound(NotFound):
+    code = "user_not_found"
+    default_detail = "User not found."
+    template = "No user named {username!r}."
 
 
 class PolicyNotFound(NotFound):
@@ -190,7 +200,11 @@ class AlreadyRevoked(Conflict):
 
 
 class BudgetExceeded(Conflict):
-    """An ``add_usage`` that would take a budget past a cap: nothing was added."""
+    """An ``add_usage`` that would take a budget past a cap: nothing was added.
+
+    ``budget`` names the budget (``"run"`` or ``"user"``), ``counter`` the first
+    capped counter it would pass; REST answers both beside ``detail`` and ``code``.
+    """
 
     code = "budget_exceeded"
     default_detail = "The usage would exceed a budget."
@@ -198,6 +212,26 @@ class BudgetExceeded(Conflict):
         "Adding {increment} {counter} would exceed the {budget} budget's cap of {cap}"
         " ({used} used); nothing was added."
     )
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        field: str | None = None,
+        budget: str = "",
+        counter: str = "",
+    ) -> None:
+        super().__init__(detail, field=field)
+        self.budget = budget
+        self.counter = counter
+
+    @classmethod
+    def of(cls, *, field: str | None = None, **facts: Any) -> "AgentStateError":
+        """From ``budget``, ``counter``, ``increment``, ``cap`` and ``used``."""
+        return cls(cls.template.format(**facts), budget=facts["budget"], counter=facts["counter"])
+
+    def extra(self) -> dict[str, Any]:
+        return {"budget": self.budget, "counter": self.counter}
 
 
 class Expired(AgentStateError):

@@ -567,6 +567,11 @@ class Budget(models.Model):
     def caps(self) -> dict[str, int | None]:
         return {name: getattr(self, f"max_{name}") for name in self.COUNTERS}
 
+    @property
+    def used(self) -> dict[str, int]:
+        """The ``used_*`` counters as stored (a run's budget keeps none: see ``Run.usage``)."""
+        return {name: getattr(self, f"used_{name}") for name in self.COUNTERS}
+
 
 class Event(models.Model):
     """An append-only audit trail of the changes a person would audit.

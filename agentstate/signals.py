@@ -24,6 +24,7 @@ approval_requested = Signal()
 approval_decided = Signal()
 approval_expired = Signal()
 approvals_changed = Signal()
+budget_changed = Signal()
 event_recorded = Signal()
 
 BY_KIND = {
@@ -37,4 +38,5 @@ BY_KIND = {
     "approval.expired": approval_expired,
     "approvals.changed": approvals_changed,
     "approvals.rebuilt": approvals_changed,
+    "budget.changed": budget_changed,
 }

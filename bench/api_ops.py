@@ -19,7 +19,7 @@ import psycopg
 from psycopg.rows import dict_row
 
 from agentstate.models import Run
-from agentstate.services import approvals, context, pauses, runs
+from agentstate.services import approvals, budgets, context, pauses, runs
 from bench import fill
 from bench.env import dsn
 from bench.workers import Op, Start, supplied
@@ -34,9 +34,13 @@ def fresh(label: str) -> str:
     return f"bench/{label}/{TAG}-{uuid.uuid4().hex[:12]}"
 
 
-def _runs(prefix: str, count: int) -> list[Run]:
-    pks = fill.runs(prefix, count)
+def _runs(prefix: str, count: int, created_by=None) -> list[Run]:
+    pks = fill.runs(prefix, count, created_by)
     return [Run(pk=pk, run_id=f"{prefix}-{i}") for i, pk in enumerate(pks, 1)]
+
+
+# Caps no measurement reaches: every add is checked against them, none refused.
+NEVER = {"requests": 2**62, "total_tokens": 2**62}
 
 
 def _reviewer():
@@ -124,6 +128,17 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
         (run,) = _runs(fresh("usage"), 1)
         return lambda: runs.add_usage(run, input_tokens=10, output_tokens=5)
 
+    def add_usage_budget(i: int) -> Op:
+        """The same add under both budgets: the run's own, and its creator's (a user of
+        this worker's, reset daily), whose row the add locks and writes too."""
+        from django.contrib.auth import get_user_model
+
+        owner = get_user_model()._default_manager.create(username=fresh("budget"))
+        budgets.set_user_budget(owner, NEVER, period="day")
+        (run,) = _runs(fresh("usage-budget"), 1, created_by=owner)
+        budgets.set_run_budget(run, NEVER)
+        return lambda: runs.add_usage(run, input_tokens=10, output_tokens=5)
+
     return {
         "put": ("write", put),
         "get": ("read", get),
@@ -137,6 +152,7 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
         "request approval, webhook": ("write", request_approval_webhook),
         "decide": ("write", decide),
         "add_usage": ("write", add_usage),
+        "add_usage, budget": ("write", add_usage_budget),
     }
 
 

@@ -10,7 +10,9 @@ pgbench beside it as the limits; put and get more than 1.0 of LangGraph's
 ``PostgresStore``; every REST endpoint at least 0.9 of a bare DRF view
 authenticated by DRF's ``TokenAuthentication`` doing one UPDATE or SELECT,
 with a bare Django view beside it as the limit, and no failed responses;
-push and pop at the longest list within 1.5x of their cost at the shortest.
+push and pop at the longest list within 1.5x of their cost at the shortest;
+filing an approval request with a webhook within 1.1x of it without one, and
+add_usage under a run's and a user's budget within 1.2x of it without any.
 The round trips are counted too (``TRIPS``): one per operation, and per
 request the token lookup and the operation.
 
@@ -37,8 +39,10 @@ WORKERS = (1, 8)
 # Each figure over its baseline: the Python API over the Django-cursor loop, ours over
 # LangGraph's store (more than the goal), REST over the bare DRF view; push/pop's cost at
 # the longest list over the shortest's (at most the goal); filing an approval request with a
-# webhook's outbox row over the same call without one (at most the goal).
-GOALS = {"api": 0.8, "peer": 1.0, "http": 0.9, "scale": 1.5, "outbox": 1.1}
+# webhook's outbox row over the same call without one, and add_usage under a run's and a
+# user's budget over the same call without any (at most the goal).
+GOALS = {"api": 0.8, "peer": 1.0, "http": 0.9, "scale": 1.5, "outbox": 1.1, "budget": 1.2}
+LOWER_IS_BETTER = ("scale", "outbox", "budget")
 # Round trips: one per operation on PostgreSQL; the token lookup and the operation per request.
 TRIPS = {"api": 1, "http": 2}
 RATE_CEILING = 5000  # operations per second per core that a supply must outlast
@@ -129,11 +133,15 @@ def ratios(results: dict) -> dict:
         workers: round(ops["request approval"]["ops"] / ops["request approval, webhook"]["ops"], 3)
         for workers, ops in results["api"].items()
     }
+    out["budget"] = {
+        workers: round(ops["add_usage"]["ops"] / ops["add_usage, budget"]["ops"], 3)
+        for workers, ops in results["api"].items()
+    }
     return out
 
 
 def met(value: float, goal: str) -> str:
-    if goal in ("scale", "outbox"):
+    if goal in LOWER_IS_BETTER:
         ok = value <= GOALS[goal]
     elif goal == "peer":
         ok = value > GOALS[goal]
@@ -211,6 +219,11 @@ def report(results: dict) -> None:
         "filing an approval request with a webhook's outbox row over without one: "
         + ", ".join(f"{v:.2f}x @{w} {met(v, 'outbox')}" for w, v in r["outbox"].items())
         + f" (goal at most {GOALS['outbox']}x)"
+    )
+    print(
+        "add_usage under a run's and a user's budget over without one: "
+        + ", ".join(f"{v:.2f}x @{w} {met(v, 'budget')}" for w, v in r["budget"].items())
+        + f" (goal at most {GOALS['budget']}x)"
     )
     for what, label in (("sweep", "expired pauses"), ("retention", "events past retention")):
         for rows, f in results[what].items():
@@ -295,6 +308,10 @@ def markdown(results: dict) -> str:
         f"| filing an approval request: with a webhook / without (≤ {GOALS['outbox']}) | @1 | @8 |",
         "|---|--:|--:|",
         f"| cost of the outbox row | {r['outbox']['1']:.2f} | {r['outbox']['8']:.2f} |",
+        "",
+        f"| add_usage: under a run's and a user's budget / without (≤ {GOALS['budget']}) | @1 | @8 |",
+        "|---|--:|--:|",
+        f"| cost of the budgets | {r['budget']['1']:.2f} | {r['budget']['8']:.2f} |",
     ]
     lines += ["", "| expiry sweep | time | peak memory growth |", "|---|--:|--:|"]
     lines += [

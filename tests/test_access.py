@@ -22,13 +22,14 @@ from agentstate.models import (
     ApprovalCall,
     ApprovalRecord,
     ApprovalRequest,
+    Budget,
     Element,
     PausedRun,
     Run,
     Scope,
     Variable,
 )
-from agentstate.services import approvals, context, pauses, runs
+from agentstate.services import approvals, budgets, context, pauses, runs
 
 from .hardening import fill_path, operations
 
@@ -73,6 +74,7 @@ def owned_by(person) -> dict[str, list]:
         "requests": list(ApprovalRequest.objects.filter(created_by=person).values()),
         "records": list(ApprovalRecord.objects.filter(run__created_by=person).values()),
         "calls": list(ApprovalCall.objects.filter(record__run__created_by=person).values()),
+        "budgets": list(Budget.objects.filter(Q(user=person) | Q(run__created_by=person)).values()),
     }
 
 
@@ -435,7 +437,11 @@ def stranger(django_user_model):
 
 def test_every_endpoint_has_an_access_case():
     """An endpoint added to the API must be added to ``CASES`` (or to the exceptions here)."""
-    covered = {(case.method, case.path) for case in CASES} | {("post", DECIDE), *WEBHOOK_OPS}
+    covered = {(case.method, case.path) for case in CASES} | {
+        ("post", DECIDE),
+        *WEBHOOK_OPS,
+        *BUDGET_OPS,
+    }
     public = {"/api/schema/", "/api/docs/"}
     missing = [
         op.id
@@ -453,7 +459,9 @@ def test_anonymous_or_bad_credentials_answer_401(op, credentials, alice):
     if credentials:
         api.credentials(HTTP_AUTHORIZATION=credentials)
     response = getattr(api, op.method)(
-        fill_path(op.path, {"run_id": "r1", "id": 1, "pk": 1}), {}, format="json"
+        fill_path(op.path, {"run_id": "r1", "id": 1, "pk": 1, "username": "alice"}),
+        {},
+        format="json",
     )
     assert response.status_code == 401, (response.status_code, response.content)
     assert response.json()["code"] == "not_authenticated" and response.has_header(
@@ -664,3 +672,88 @@ def test_every_webhook_endpoint_takes_change_webhook(
             assert list(Webhook.objects.values_list("pk", flat=True)) == [hook.pk]
         else:
             assert response.status_code in (200, 201, 204), response.content
+
+
+# Budgets: reading a run's takes seeing the run (or a budget permission), reading a
+# user's is one's own or takes view_budget / change_budget; setting either takes
+# change_budget, even one's own (403 before anything else).
+RUN_BUDGET = "/api/runs/{run_id}/budget/"
+USER_BUDGET = "/api/users/{username}/budget/"
+BUDGET_OPS = {("get", RUN_BUDGET), ("put", RUN_BUDGET), ("get", USER_BUDGET), ("put", USER_BUDGET)}
+BUDGET_CAP = 424242  # alice's caps: a marker no refused response may hold
+
+# role: the permissions held ("owner": alice herself) -> expected status per operation
+BUDGET_ROLES = {
+    "owner": ((), {"get run": 200, "put run": 403, "get user": 200, "put user": 403}),
+    "stranger": ((), {"get run": 404, "put run": 403, "get user": 403, "put user": 403}),
+    "view_run": (
+        ("view_run",),
+        {"get run": 200, "put run": 403, "get user": 403, "put user": 403},
+    ),
+    "change_run": (
+        ("change_run",),
+        {"get run": 200, "put run": 403, "get user": 403, "put user": 403},
+    ),
+    "view_budget": (
+        ("view_budget",),
+        {"get run": 200, "put run": 403, "get user": 200, "put user": 403},
+    ),
+    "change_budget": (
+        ("change_budget",),
+        {"get run": 200, "put run": 200, "get user": 200, "put user": 200},
+    ),
+}
+
+
+def with_budgets(alice) -> dict:
+    ctx = with_run(alice)
+    budgets.set_run_budget(ctx["run_id"], {"requests": BUDGET_CAP})
+    budgets.set_user_budget(alice, {"total_tokens": BUDGET_CAP}, period="day")
+    return {**ctx, "username": "alice"}
+
+
+@pytest.mark.parametrize("role", sorted(BUDGET_ROLES))
+@pytest.mark.parametrize("operation", ["get run", "put run", "get user", "put user"])
+def test_who_reads_and_sets_budgets(role, operation, alice, django_user_model):
+    ctx = with_budgets(alice)
+    perms, expected = BUDGET_ROLES[role]
+    person = alice if role == "owner" else user(django_user_model, f"holder-{role}", *perms)
+    method, whose = operation.split()
+    path = fill_path(RUN_BUDGET if whose == "run" else USER_BUDGET, ctx)
+    before = owned_by(alice)
+    api = client(person)
+    body = {"input_tokens": 7}
+    response = api.get(path) if method == "get" else api.put(path, body, format="json")
+    status = expected[operation]
+    assert response.status_code == status, response.content
+    text = response.content.decode()
+    if status == 200:
+        assert str(BUDGET_CAP) in text or method == "put"
+    else:
+        assert str(BUDGET_CAP) not in text
+        assert response.json()["code"] == (
+            "run_not_found" if status == 404 else "permission_denied"
+        )
+        assert owned_by(alice) == before
+
+
+@pytest.mark.parametrize("perms, status", [((), 403), (("view_budget",), 404)])
+def test_an_unknown_users_budget_is_403_without_the_permission_404_with_it(
+    perms, status, django_user_model
+):
+    person = user(django_user_model, "holder", *perms)
+    response = client(person).get(fill_path(USER_BUDGET, {"username": "nobody"}))
+    assert response.status_code == status, response.content
+    setter = user(django_user_model, "setter", "change_budget")
+    put = client(setter).put(fill_path(USER_BUDGET, {"username": "nobody"}), {}, format="json")
+    assert (put.status_code, put.json()["code"]) == (404, "user_not_found")
+    assert not Budget.objects.exists()
+
+
+def test_a_budget_setter_reaches_every_run_and_an_unknown_run_is_404(alice, django_user_model):
+    ctx = with_budgets(alice)
+    setter = user(django_user_model, "setter", "change_budget")
+    put = client(setter).put(fill_path(RUN_BUDGET, ctx), {"requests": None}, format="json")
+    assert put.status_code == 200 and put.json()["caps"]["requests"] is None
+    missing = client(setter).put(fill_path(RUN_BUDGET, {"run_id": "nope"}), {}, format="json")
+    assert (missing.status_code, missing.json()["code"]) == (404, "run_not_found")

@@ -80,7 +80,7 @@ def world(root):
     request = ApprovalRequest.objects.create(
         run=run, tool_name="tool", call_id="call-1", created_by=root
     )
-    return {"run_id": run.run_id, "id": request.pk, "pk": request.pk}
+    return {"run_id": run.run_id, "id": request.pk, "pk": request.pk, "username": root.username}
 
 
 @pytest.fixture

@@ -15,6 +15,8 @@ RUN_PATHS = [
     ("post", "/api/runs/{}/approvals/approve/", {"tool_name": "t", "call_id": "c"}),
     ("post", "/api/runs/{}/approvals/reject/", {"tool_name": "t", "call_id": "c"}),
     ("post", "/api/runs/{}/approval-requests/", {"tool_name": "t", "call_id": "c"}),
+    ("get", "/api/runs/{}/budget/", None),
+    ("put", "/api/runs/{}/budget/", {"requests": 1}),
 ]
 
 
@@ -171,3 +173,33 @@ def test_an_approval_request_id_that_is_no_number_answers_the_apis_own_404(api, 
         f"/api/approval-requests/{bad}/decide/", {"decision": "approve"}, format="json"
     )
     assert decided.status_code == 404 and decided.json()["code"] == "approval_request_not_found"
+
+
+def test_a_budget_refusal_is_documented_with_the_budget_and_the_counter(api, make_user):
+    """The 409 of ``POST /api/runs/{run_id}/usage/`` is the schema's ``BudgetExceeded``:
+    the error shape plus ``budget`` and ``counter``, and the answer matches it."""
+    import json
+
+    schema = json.loads(api.get("/api/schema/?format=json").content)
+    answer = schema["paths"]["/api/runs/{run_id}/usage/"]["post"]["responses"]["409"]
+    ref = answer["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    component = schema["components"]["schemas"][ref]
+    assert {"detail", "code", "budget", "counter"} <= set(component["required"])
+    from agentstate.services import budgets
+
+    api.post("/api/runs/", {"run_id": "r"}, format="json")
+    budgets.set_run_budget("r", {"requests": 0})
+    refused = api.post("/api/runs/r/usage/", {}, format="json")
+    assert refused.status_code == 409
+    assert set(refused.json()) == {"detail", "code", "budget", "counter"}
+    assert (refused.json()["budget"], refused.json()["counter"]) == ("run", "requests")
+
+
+@pytest.mark.parametrize("bad", ["a%00b", "%00"])
+def test_a_username_holding_u0000_is_bad_input_not_a_5xx(api, make_user, bad):
+    setter = make_user("setter", "agentstate.change_budget")
+    api.force_authenticate(setter)
+    for method in ("get", "put"):
+        response = getattr(api, method)(f"/api/users/{bad}/budget/", {}, format="json")
+        assert response.status_code == 400, response.content
+        assert response.json()["field"] == "username"

@@ -9,9 +9,16 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from agentstate.exceptions import AlreadyDecided, RunExists, RunNotFound, UsageOverflow
+from agentstate.exceptions import (
+    AlreadyDecided,
+    BudgetExceeded,
+    RunExists,
+    RunNotFound,
+    UsageOverflow,
+    UserNotFound,
+)
 from agentstate.models import ApprovalRequest, Run
-from agentstate.services import approvals, runs
+from agentstate.services import approvals, budgets, runs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only]
 
@@ -71,6 +78,27 @@ def test_refusals_are_one_call_too(run, reviewer):
         one_query(approvals.decide, request.pk, "reject", by=reviewer)
 
 
+def test_add_usage_under_both_budgets_and_every_budget_operation_is_one_call(run, alice):
+    budgets.set_user_budget(alice, {"total_tokens": 100}, period="day")
+    other = runs.create_run("run-2", user=alice)
+    assert one_query(budgets.set_run_budget, run, {"total_tokens": 50}).caps["total_tokens"] == 50
+    assert one_query(runs.add_usage, run, input_tokens=30)["total_tokens"] == 30
+    assert one_query(runs.add_usage, other, input_tokens=60)["total_tokens"] == 60
+    assert one_query(budgets.run_budget, run).remaining["total_tokens"] == 20
+    assert one_query(budgets.user_budget, "alice").used["total_tokens"] == 90
+    state = one_query(budgets.set_user_budget, "alice", {"requests": 9}, period="month")
+    assert (state.period, state.used["total_tokens"]) == ("month", 0)
+    with pytest.raises(BudgetExceeded):
+        one_query(runs.add_usage, run, input_tokens=21)  # the run's: 30 + 21 > 50
+    budgets.set_user_budget("alice", {"total_tokens": 10})
+    with pytest.raises(BudgetExceeded):
+        one_query(runs.add_usage, other, input_tokens=11)  # the user's: 0 + 11 > 10
+    with pytest.raises(UserNotFound):
+        one_query(budgets.user_budget, "nobody")
+    with pytest.raises(RunNotFound):
+        one_query(budgets.set_run_budget, "nope", {"requests": 1})
+
+
 @pytest.fixture
 def owner_api(api_for, alice):
     """alice's client, her permissions read once (as a token's user brings them)."""
@@ -93,12 +121,38 @@ def owner_api(api_for, alice):
         ("post", "/api/runs/run-1/approval-requests/", {"tool_name": "m", "call_id": "c"}, 201),
         ("post", "/api/runs/", {"run_id": "run-2"}, 201),
         ("get", "/api/runs/nope/", None, 404),
+        ("get", "/api/runs/run-1/budget/", None, 200),
+        ("get", "/api/users/alice/budget/", None, 200),  # one's own
     ],
 )
 def test_each_run_endpoint_is_one_query(run, owner_api, method, path, body, expected):
     kwargs = {} if body is None else {"data": body, "format": "json"}
     with CaptureQueriesContext(connection) as queries:
         response = getattr(owner_api, method)(path, **kwargs)
+    assert response.status_code == expected, response.content
+    assert len(queries) == 1, [q["sql"] for q in queries]
+
+
+@pytest.mark.parametrize(
+    "method,path,body,expected",
+    [
+        ("get", "/api/runs/run-1/budget/", None, 200),
+        ("put", "/api/runs/run-1/budget/", {"requests": 9}, 200),
+        ("get", "/api/users/alice/budget/", None, 200),
+        ("put", "/api/users/alice/budget/", {"requests": 9, "period": "day"}, 200),
+        ("get", "/api/users/nobody/budget/", None, 404),
+        ("post", "/api/runs/run-1/usage/", {"input_tokens": 2}, 200),
+        ("post", "/api/runs/run-1/usage/", {"input_tokens": 20}, 409),
+    ],
+)
+def test_each_budget_endpoint_is_one_query(run, api_for, make_user, method, path, body, expected):
+    setter = make_user("setter", "agentstate.change_budget", "agentstate.change_run")
+    budgets.set_run_budget(run, {"total_tokens": 10})
+    budgets.set_user_budget("alice", {"total_tokens": 10})
+    setter.has_perm("agentstate.change_budget")  # its permissions read once, as a token's user
+    kwargs = {} if body is None else {"data": body, "format": "json"}
+    with CaptureQueriesContext(connection) as queries:
+        response = getattr(api_for(setter), method)(path, **kwargs)
     assert response.status_code == expected, response.content
     assert len(queries) == 1, [q["sql"] for q in queries]
 

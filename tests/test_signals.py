@@ -16,8 +16,8 @@ from django.db.models.functions import Now
 
 from agentstate import signals
 from agentstate.exceptions import AlreadyClaimed
-from agentstate.models import ApprovalRecord, ApprovalRequest, Event, PausedRun, Run
-from agentstate.services import approvals, pauses, runs, sweep
+from agentstate.models import ApprovalRecord, ApprovalRequest, Budget, Event, PausedRun, Run
+from agentstate.services import approvals, budgets, pauses, runs, sweep
 
 Change = Callable[[], object]
 
@@ -87,6 +87,11 @@ def records_rebuilt(user) -> Change:
     )
 
 
+def budget_changed(user) -> Change:
+    run = _run(user)
+    return lambda: budgets.set_run_budget(run, {"total_tokens": 100}, by=user)
+
+
 def the_request() -> str:
     return str(ApprovalRequest.objects.get().pk)
 
@@ -117,8 +122,9 @@ SCENARIOS: dict[str, Scenario] = {
     "approval.expired": Scenario(request_expired, ApprovalRequest, the_request),
     "approvals.changed": Scenario(records_changed, Run, lambda: "run-1"),
     "approvals.rebuilt": Scenario(records_rebuilt, Run, lambda: "run-1"),
+    "budget.changed": Scenario(budget_changed, Budget, lambda: "run:run-1"),
 }
-STATE_MODELS = (PausedRun, Run, ApprovalRequest, ApprovalRecord)
+STATE_MODELS = (PausedRun, Run, ApprovalRequest, ApprovalRecord, Budget)
 KINDS = sorted(SCENARIOS)
 
 

@@ -1,6 +1,7 @@
 """The Django admin of agentstate, one module per part."""
 
 from agentstate.admin import (
+    budgets,  # noqa: F401
     context,  # noqa: F401
     events,  # noqa: F401
     pauses,  # noqa: F401

@@ -9,7 +9,8 @@ Reject buttons of a pending request's page (an optional reason, an "always"
 choice). Every decision goes through ``agentstate.services.approvals.decide``,
 the service the REST API uses, so an admin reviewer racing a REST client gets
 one decision and the other is told it was already decided. Decided requests
-are read-only. Runs are read-only: usage, approval records, requests.
+are read-only. Runs are read-only: usage, approval records, requests; holders
+of ``agentstate.change_budget`` edit the run's budget on its page.
 """
 
 import json
@@ -27,6 +28,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
+from agentstate.admin.budgets import CHANGE_PERM as BUDGET_PERM
+from agentstate.admin.budgets import RunBudgetInline
 from agentstate.admin.pauses import _duration
 from agentstate.exceptions import AgentStateError, AlreadyDecided, ApprovalRequestExpired
 from agentstate.models import ApprovalRecord, ApprovalRequest, Run
@@ -383,7 +386,7 @@ class RunAdmin(admin.ModelAdmin):
         "created_at",
         "updated_at",
     )
-    inlines = (ApprovalRecordInline, ApprovalRequestInline)
+    inlines = (RunBudgetInline, ApprovalRecordInline, ApprovalRequestInline)
 
     @admin.display(description=_("context"))
     def pretty_context(self, run: Run) -> str:
@@ -393,7 +396,11 @@ class RunAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Run | None = None) -> bool:
-        return False
+        """The run itself is read-only; a holder of ``change_budget`` saves its budget."""
+        return request.user.has_perm(BUDGET_PERM)
+
+    def save_model(self, request: HttpRequest, obj: Run, form: Any, change: bool) -> None:
+        """Nothing of the run is written (its usage moves only through ``add_usage``)."""
 
 
 def _count_pending_in_app_list(site: admin.AdminSite) -> None:

@@ -1,4 +1,5 @@
-"""Every REST error as ``{"detail", "code"}`` (plus ``"field"`` for bad input).
+"""Every REST error as ``{"detail", "code"}`` (plus ``"field"`` for bad input, and
+what a refusal adds of its own: ``"budget"`` and ``"counter"`` for a budget exceeded).
 
 The views use ``exception_handler`` below whatever the site's
 ``EXCEPTION_HANDLER`` setting says, so the shape and codes are the app's own.
@@ -44,10 +45,12 @@ def error_response(
     code: str,
     field: str | None = None,
     headers: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> Response:
-    body = {"detail": detail, "code": code}
+    body: dict[str, Any] = {"detail": detail, "code": code}
     if field:
         body["field"] = field
+    body.update(extra or {})
     return Response(body, status=status_code, headers=headers)
 
 
@@ -66,7 +69,7 @@ def drop_broken_connections() -> None:
 
 def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response | None:
     if isinstance(exc, AgentStateError):
-        return error_response(exc.status, exc.detail, exc.code, exc.field)
+        return error_response(exc.status, exc.detail, exc.code, exc.field, extra=exc.extra())
     if isinstance(exc, Http404):
         return error_response(404, "Not found.", "not_found")
     if isinstance(exc, DjangoPermissionDenied):

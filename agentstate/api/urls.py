@@ -5,7 +5,14 @@ Every path is described in docs/rest-api.md.
 
 from django.urls import path
 
-from . import views_context, views_events, views_pauses, views_runs, views_webhooks
+from . import (
+    views_budgets,
+    views_context,
+    views_events,
+    views_pauses,
+    views_runs,
+    views_webhooks,
+)
 from .docs import AssetView, DocsView, RedocView, SchemaView
 
 app_name = "agentstate"
@@ -23,6 +30,7 @@ urlpatterns = [
     path("runs/", views_runs.RunsView.as_view(), name="runs"),
     path("runs/<str:run_id>/", views_runs.RunView.as_view(), name="run"),
     path("runs/<str:run_id>/usage/", views_runs.UsageView.as_view(), name="run-usage"),
+    path("runs/<str:run_id>/budget/", views_budgets.RunBudgetView.as_view(), name="run-budget"),
     path("runs/<str:run_id>/approvals/", views_runs.ApprovalsView.as_view(), name="run-approvals"),
     path(
         "runs/<str:run_id>/approvals/approve/", views_runs.ApproveView.as_view(), name="run-approve"
@@ -43,6 +51,9 @@ urlpatterns = [
         "approval-requests/<str:id>/decide/",
         views_runs.DecideView.as_view(),
         name="approval-request-decide",
+    ),
+    path(
+        "users/<str:username>/budget/", views_budgets.UserBudgetView.as_view(), name="user-budget"
     ),
     path("webhooks/", views_webhooks.WebhooksView.as_view(), name="webhooks"),
     path("webhooks/<str:id>/", views_webhooks.WebhookView.as_view(), name="webhook"),

@@ -36,6 +36,7 @@ from . import serializers_runs as s
 from .base import AgentStateAPIView
 from .permissions import has_model_perm
 from .schema import documented
+from .serializers_budgets import BudgetExceededSerializer
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import _AnyUser, _User
@@ -116,7 +117,7 @@ class UsageView(RunAPIView):
     @documented(
         parameters=[RUN_ID],
         request=s.UsageRequest,
-        responses=s.UsageSerializer,
+        responses={200: s.UsageSerializer, 409: BudgetExceededSerializer},
         operation_id="runs_usage_add",
     )
     def post(self, request: Request, run_id: str) -> Response:

@@ -34,7 +34,7 @@ def _webhook_pk(text: str) -> int:
     return int(text)
 
 
-class WebhooksView(WebhookPermissionMixin, AgentStateAPIView):
+class WebhooksView(WebhookPermissionMixin):
     @documented(
         parameters=PAGES, responses=s.WebhookSerializer(many=True), operation_id="webhooks_list"
     )
@@ -53,14 +53,14 @@ class WebhooksView(WebhookPermissionMixin, AgentStateAPIView):
         return Response(s.CreatedWebhookSerializer(hook).data, status=status.HTTP_201_CREATED)
 
 
-class WebhookView(WebhookPermissionMixin, AgentStateAPIView):
+class WebhookView(WebhookPermissionMixin):
     @documented(parameters=[WEBHOOK_ID], responses={204: None}, operation_id="webhooks_delete")
     def delete(self, request: Request, id: str) -> Response:
         webhooks.delete_webhook(_webhook_pk(id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class DeliveriesView(WebhookPermissionMixin, AgentStateAPIView):
+class DeliveriesView(WebhookPermissionMixin):
     @documented(
         parameters=[WEBHOOK_ID, s.DeliveryQuery, *PAGES],
         responses=s.DeliverySerializer(many=True),

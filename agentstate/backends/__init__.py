@@ -13,9 +13,9 @@ from django.utils.module_loading import import_string
 
 from agentstate.conf import agentstate_settings
 
-from .base import Actor, Backend, Changed, Reach, Records
+from .base import Actor, Backend, BudgetState, Changed, Reach, Records
 
-__all__ = ["Actor", "Backend", "Changed", "Reach", "Records", "backend"]
+__all__ = ["Actor", "Backend", "BudgetState", "Changed", "Reach", "Records", "backend"]
 
 BY_VENDOR = {"postgresql": "agentstate.backends.postgresql.PostgreSQLBackend"}
 PORTABLE = "agentstate.backends.orm.ORMBackend"

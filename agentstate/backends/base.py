@@ -26,11 +26,11 @@ from __future__ import annotations
 import abc
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from agentstate.models import ApprovalRequest, Event, PausedRun, Run
+    from agentstate.models import ApprovalRequest, Budget, Event, PausedRun, Run
 
 Records = dict[str, dict[str, bool | list[str]]]
 Owner = int | str | None
@@ -73,6 +73,33 @@ class Changed(Generic[T]):
 
     value: T
     events: list[Event]
+
+
+@dataclass(frozen=True)
+class BudgetState:
+    """A budget as it stands: a run's (``kind`` ``"run"``) or a user's (``"user"``).
+
+    ``caps``: each of ``Budget.COUNTERS``, ``None`` where uncapped (every one when
+    no budget is set); ``used``: a run's usage, or what a user's runs added in the
+    current period (``0`` once a period is over, before any add rolls it over);
+    ``period``: ``""``, ``"day"`` or ``"month"``; ``resets_at``: when the current
+    period ends (``None`` without one); ``budget``: the row, ``None`` when unset.
+    """
+
+    kind: str
+    caps: dict[str, int | None]
+    used: dict[str, int]
+    period: str = ""
+    resets_at: datetime | None = None
+    budget: Budget | None = None
+
+    @property
+    def remaining(self) -> dict[str, int | None]:
+        """Per counter, what is left under its cap (never below 0), ``None`` if uncapped."""
+        return {
+            name: None if cap is None else max(cap - self.used[name], 0)
+            for name, cap in self.caps.items()
+        }
 
 
 class Backend(abc.ABC):
@@ -200,9 +227,44 @@ class Backend(abc.ABC):
     def add_usage(
         self, run_id: str, increments: dict[str, int], reach: Reach | None
     ) -> dict[str, int]:
-        """Add ``increments`` (every usage counter) in one atomic step; a total past
-        2**63 - 1 is ``UsageOverflow`` naming the first such counter, nothing
-        added. Returns the totals."""
+        """Add ``increments`` (every usage counter) in one atomic step, with every
+        budget that covers the run: the run's own, then its creator's (that row
+        locked after the run's, its period rolled over first when it is over). A
+        total past 2**63 - 1 (the run's, or the user budget's) is ``UsageOverflow``
+        naming the first such counter; a capped counter whose used plus increment
+        would pass its cap is ``BudgetExceeded`` (facts: budget ``"run"`` or
+        ``"user"``, counter, increment, cap, used), the run's budget checked first,
+        counters in ``Budget.COUNTERS`` order. Refused, nothing is added anywhere.
+        Returns the run's totals."""
+
+    # Budgets (docs: concepts/budgets). ``caps`` maps some of ``Budget.COUNTERS``
+    # to a cap or ``None`` (no cap); the counters it leaves out are unchanged.
+    # Setting a run's budget locks the run's row first, like every change of the
+    # run; a user's budget is named by username (unknown: ``UserNotFound``).
+
+    @abc.abstractmethod
+    def run_budget(self, run_id: str, reach: Reach | None) -> BudgetState:
+        """The run's budget, its ``used`` the run's usage."""
+
+    @abc.abstractmethod
+    def set_run_budget(
+        self, run_id: str, caps: dict[str, int | None], reach: Reach | None, by: Actor
+    ) -> Changed[BudgetState]:
+        """Create or change the run's budget. Event ``budget.changed`` (details:
+        caps, period ``None``, run_id) unless nothing changed."""
+
+    @abc.abstractmethod
+    def user_budget(self, username: str) -> BudgetState:
+        """The user's budget, by the database clock (a period over reads as used 0)."""
+
+    @abc.abstractmethod
+    def set_user_budget(
+        self, username: str, caps: dict[str, int | None], period: str | None, by: Actor
+    ) -> Changed[BudgetState]:
+        """Create or change the user's budget; ``period`` ``""``, ``"day"`` or
+        ``"month"``, ``None`` unchanged. A new budget, or a new period, starts
+        counting from 0 now. Event ``budget.changed`` (details: caps, period,
+        username) unless nothing changed."""
 
     @abc.abstractmethod
     def records(self, run_id: str, reach: Reach | None) -> Records:

@@ -6,7 +6,7 @@ needs only ``httpx`` (no Django). See the project's documentation,
 ``docs/client.md``.
 """
 
-from .client import AgentStateClient, TokenAuth, error_from_response
+from .client import KEEP, AgentStateClient, TokenAuth, error_from_response
 from .errors import (
     AlreadyClaimed,
     AlreadyDecided,
@@ -36,6 +36,7 @@ from .errors import (
     ServiceUnavailable,
     TypeConflict,
     Unreachable,
+    UserNotFound,
     VariableNotFound,
     VersionMismatch,
 )
@@ -44,6 +45,7 @@ from .toolcontext import RemoteSharedState, RemoteToolContext
 __version__ = "0.1.0"
 
 __all__ = [
+    "KEEP",
     "AgentStateClient",
     "RemoteSharedState",
     "RemoteToolContext",
@@ -59,6 +61,7 @@ __all__ = [
     "PauseNotFound",
     "RunNotFound",
     "ApprovalRequestNotFound",
+    "UserNotFound",
     "PolicyNotFound",
     "Conflict",
     "TypeConflict",

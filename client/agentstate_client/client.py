@@ -14,6 +14,7 @@ connection could not even be opened, since then nothing reached the server.
 
 from __future__ import annotations
 
+import enum
 import logging
 import random
 import time
@@ -50,6 +51,7 @@ from .errors import (
     ServiceUnavailable,
     TypeConflict,
     Unreachable,
+    UserNotFound,
     VariableNotFound,
     VersionMismatch,
 )
@@ -69,6 +71,7 @@ _BY_CODE: dict[str, type[APIError]] = {
         PauseNotFound,
         RunNotFound,
         ApprovalRequestNotFound,
+        UserNotFound,
         Conflict,
         TypeConflict,
         VersionMismatch,
@@ -79,11 +82,11 @@ _BY_CODE: dict[str, type[APIError]] = {
         NotPending,
         RunExists,
         AlreadyDecided,
+        AlreadyRevoked,
+        BudgetExceeded,
         Expired,
         BodyTooLarge,
         ServiceUnavailable,
-        AlreadyRevoked,
-        BudgetExceeded,
     )
 }
 _BY_CODE["parse_error"] = InvalidInput
@@ -100,6 +103,15 @@ _BY_STATUS: dict[int, type[APIError]] = {
 }
 
 E = TypeVar("E", bound=APIError)
+
+
+class Keep(enum.Enum):
+    """``set_user_budget(period=KEEP)``: the period as it is."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
 
 
 def error_from_response(
@@ -186,6 +198,31 @@ class RunJSON(TypedDict):
     context: Any
     usage: Usage
     approvals: ApprovalRecords
+
+
+class Counters(TypedDict):
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    total_tokens: int
+
+
+class Caps(TypedDict):
+    requests: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+
+
+class RunBudget(TypedDict):
+    caps: Caps
+    used: Counters
+    remaining: Caps
+
+
+class UserBudget(RunBudget):
+    period: str | None
+    resets_at: str | None
 
 
 class ApprovalRequest(TypedDict):
@@ -568,6 +605,40 @@ class AgentStateClient:
             not_found=RunNotFound,
         )
 
+    # Budgets.
+
+    def run_budget(self, run_id: str) -> RunBudget:
+        """The run's budget: ``{"caps", "used", "remaining"}``."""
+        return self._run_call("GET", run_id, "budget/")
+
+    def set_run_budget(self, run_id: str, **caps: int | None) -> RunBudget:
+        """Set the caps named (``None`` removes one; the others are kept); takes
+        ``agentstate.change_budget``."""
+        return self._run_call("PUT", run_id, "budget/", json=caps, idempotent=True)
+
+    def user_budget(self, username: str) -> UserBudget:
+        """The user's budget over every run the user created, with its ``period`` and
+        ``resets_at``."""
+        return self._json(
+            "GET", _user_path(username, "budget/"), idempotent=True, not_found=UserNotFound
+        )
+
+    def set_user_budget(
+        self, username: str, *, period: str | None | Keep = KEEP, **caps: int | None
+    ) -> UserBudget:
+        """Set the caps named, and ``period`` (``None``, ``"day"`` or ``"month"``) unless
+        ``KEEP``; takes ``agentstate.change_budget``."""
+        body: dict[str, Any] = dict(caps)
+        if period is not KEEP:
+            body["period"] = period
+        return self._json(
+            "PUT",
+            _user_path(username, "budget/"),
+            json=body,
+            idempotent=True,
+            not_found=UserNotFound,
+        )
+
     # The review queue.
 
     def list_approval_requests(
@@ -620,3 +691,7 @@ def _body(**fields: Any) -> dict[str, Any]:
 
 def _run_path(run_id: str, action: str) -> str:
     return f"runs/{quote(run_id, safe='')}/{action}"
+
+
+def _user_path(username: str, action: str) -> str:
+    return f"users/{quote(username, safe='')}/{action}"

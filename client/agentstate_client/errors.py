@@ -84,8 +84,12 @@ class ApprovalRequestNotFound(NotFound):
     code = "approval_request_not_found"
 
 
+class UserNotFound(NotFound):
+    code = "user_not_found"
+
+
 class PolicyNotFound(NotFound):
-    """The server's ``not_found`` for an approval policy."""
+    """An approval policy not found (the code is the generic ``not_found``)."""
 
 
 class Conflict(APIError):
@@ -135,9 +139,30 @@ class AlreadyRevoked(Conflict):
 
 
 class BudgetExceeded(Conflict):
-    """An add of usage past a budget's cap: nothing was added."""
+    """An add of usage that would pass a budget's cap; nothing was added. ``budget``
+    is ``"run"`` or ``"user"``, ``counter`` the counter whose cap it would pass."""
 
     code = "budget_exceeded"
+
+    def __init__(
+        self,
+        detail: str | None = None,
+        *,
+        field: str | None = None,
+        status: int | None = None,
+        code: str | None = None,
+        response: httpx.Response | None = None,
+    ) -> None:
+        super().__init__(detail, field=field, status=status, code=code, response=response)
+        body: object = None
+        if response is not None:
+            try:
+                body = response.json()
+            except ValueError:
+                body = None
+        facts = body if isinstance(body, dict) else {}
+        self.budget = str(facts.get("budget", ""))
+        self.counter = str(facts.get("counter", ""))
 
 
 class Expired(APIError):

@@ -10,11 +10,14 @@ serialize writers instead. Creation races are settled by upserts
 
 from agentstate.backends.base import Backend
 
+from .budgets import BudgetOperations
 from .context import ContextOperations
 from .pauses import PauseOperations
 from .runs import RunOperations
 from .sweep import SweepOperations
 
 
-class ORMBackend(ContextOperations, PauseOperations, RunOperations, SweepOperations, Backend):
+class ORMBackend(
+    ContextOperations, PauseOperations, RunOperations, BudgetOperations, SweepOperations, Backend
+):
     """Every operation of ``Backend`` as one ORM transaction (``Operations.atomic``)."""

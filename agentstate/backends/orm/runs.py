@@ -2,7 +2,7 @@
 
 Every change of a run locks its row (``SELECT ... FOR UPDATE``; SQLite's
 IMMEDIATE transactions serialize writers instead) before it reads or writes
-anything else of the run: usage, approval records, requests. So approve,
+anything else of the run: usage, budgets, approval records, requests. So approve,
 reject, rebuild, request_approval and decide queue on that one row in one
 order, a request is filed under the records as they are, and the record or
 request a writer creates cannot be created by another meanwhile.
@@ -24,7 +24,7 @@ from agentstate.exceptions import (
     RunNotFound,
     UsageOverflow,
 )
-from agentstate.models import ApprovalCall, ApprovalRecord, ApprovalRequest, Event, Run
+from agentstate.models import ApprovalCall, ApprovalRecord, ApprovalRequest, Budget, Event, Run
 from agentstate.records import (
     APPROVE,
     DECIDED_BY_RECORDS,
@@ -35,6 +35,7 @@ from agentstate.records import (
     record_json,
 )
 
+from .budgets import COUNTERS, refuse_past_caps, roll_over, with_period_bounds
 from .operations import Operations
 
 # The largest total a usage column holds (a 64-bit integer).
@@ -110,6 +111,28 @@ class RunOperations(Operations):
         for name, value in increments.items():
             if getattr(run, name) > MAX_TOTAL - value:
                 raise UsageOverflow.of(field=name)
+        # The run's budget caps the run's own totals; its row is changed only under
+        # the run's lock, which is held.
+        own = self.rows(Budget).filter(run=run).first()
+        if own is not None:
+            refuse_past_caps("run", own.caps, {n: getattr(run, n) for n in COUNTERS}, increments)
+        # The creator's budget: its row locked after the run's.
+        shared = None
+        if run.created_by_id is not None:
+            budgets = self.rows(Budget).select_for_update().filter(user_id=run.created_by_id)
+            shared = with_period_bounds(budgets).first()
+        if shared is not None:
+            roll_over(shared)
+            for name in COUNTERS:
+                if getattr(shared, f"used_{name}") > MAX_TOTAL - increments[name]:
+                    raise UsageOverflow.of(field=name)
+            refuse_past_caps("user", shared.caps, shared.used, increments)
+            for name in COUNTERS:
+                setattr(shared, f"used_{name}", getattr(shared, f"used_{name}") + increments[name])
+            shared.save(
+                using=self.alias,
+                update_fields=[*(f"used_{n}" for n in COUNTERS), "period_start", "updated_at"],
+            )
         for name, value in increments.items():
             setattr(run, name, getattr(run, name) + value)
         run.save(using=self.alias, update_fields=[*increments, "updated_at"])

@@ -26,6 +26,7 @@ from agentstate.backends.base import Backend
 from agentstate.db import call
 from agentstate.exceptions import refusal
 
+from .budgets import BudgetOperations
 from .context import ContextOperations
 from .pauses import PauseOperations
 from .runs import RunOperations
@@ -74,7 +75,7 @@ def uninstall(schema_editor: Any) -> None:
 
 
 class PostgreSQLBackend(
-    ContextOperations, PauseOperations, RunOperations, SweepOperations, Backend
+    ContextOperations, PauseOperations, RunOperations, BudgetOperations, SweepOperations, Backend
 ):
     """Every operation of ``Backend`` as one call of its function."""
 

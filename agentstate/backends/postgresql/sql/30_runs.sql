@@ -127,7 +127,12 @@ END $$;
 
 -- Adds under the run's row lock, so no concurrent addition is lost; a total
 -- past the column (a bigint) refuses naming the first such counter, before
--- anything is added.
+-- anything is added. Every budget covering the run moves with it, or the add
+-- is refused (BudgetExceeded, nothing added): the run's own budget (36_budgets
+-- .sql) caps the run's totals, read under the run's lock that its setters
+-- take too; the creator's budget row is locked next, rolled over when its
+-- period is over, and caps what the creator's runs added in the period. A
+-- capped counter is refused when used plus the increment passes the cap.
 CREATE FUNCTION agentstate_add_usage(
     p_run_id text, p_requests bigint, p_input bigint, p_output bigint, p_total bigint,
     p_cached bigint, p_reasoning bigint, p_reach bigint
@@ -136,6 +141,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
     top constant bigint := 9223372036854775807;
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    own agentstate_budget;
+    shared agentstate_budget;
     over text;
 BEGIN
     SELECT counter.name INTO over
@@ -150,6 +157,58 @@ BEGIN
     ORDER BY counter.n LIMIT 1;
     IF over IS NOT NULL THEN
         RETURN agentstate_refuse('UsageOverflow', jsonb_build_object('field', over));
+    END IF;
+    -- A NULL cap compares as NULL, which IF takes as false: uncapped.
+    SELECT * INTO own FROM agentstate_budget WHERE run_id = rn.id;
+    IF own.id IS NULL THEN
+        NULL;
+    ELSIF rn.requests + p_requests > own.max_requests THEN
+        RETURN agentstate_exceeded('run', 'requests', p_requests, own.max_requests, rn.requests);
+    ELSIF rn.input_tokens + p_input > own.max_input_tokens THEN
+        RETURN agentstate_exceeded('run', 'input_tokens', p_input, own.max_input_tokens,
+                                   rn.input_tokens);
+    ELSIF rn.output_tokens + p_output > own.max_output_tokens THEN
+        RETURN agentstate_exceeded('run', 'output_tokens', p_output, own.max_output_tokens,
+                                   rn.output_tokens);
+    ELSIF rn.total_tokens + p_total > own.max_total_tokens THEN
+        RETURN agentstate_exceeded('run', 'total_tokens', p_total, own.max_total_tokens,
+                                   rn.total_tokens);
+    END IF;
+    IF rn.created_by_id IS NOT NULL THEN
+        SELECT * INTO shared FROM agentstate_budget WHERE user_id = rn.created_by_id FOR UPDATE;
+    END IF;
+    IF shared.id IS NOT NULL THEN
+        IF agentstate_period_over(shared.period, shared.period_start) THEN
+            shared.used_requests := 0; shared.used_input_tokens := 0;
+            shared.used_output_tokens := 0; shared.used_total_tokens := 0;
+            shared.period_start := agentstate_period_start(shared.period);
+        END IF;
+        over := CASE WHEN shared.used_requests > top - p_requests THEN 'requests'
+                     WHEN shared.used_input_tokens > top - p_input THEN 'input_tokens'
+                     WHEN shared.used_output_tokens > top - p_output THEN 'output_tokens'
+                     WHEN shared.used_total_tokens > top - p_total THEN 'total_tokens' END;
+        IF over IS NOT NULL THEN
+            RETURN agentstate_refuse('UsageOverflow', jsonb_build_object('field', over));
+        ELSIF shared.used_requests + p_requests > shared.max_requests THEN
+            RETURN agentstate_exceeded('user', 'requests', p_requests, shared.max_requests,
+                                       shared.used_requests);
+        ELSIF shared.used_input_tokens + p_input > shared.max_input_tokens THEN
+            RETURN agentstate_exceeded('user', 'input_tokens', p_input, shared.max_input_tokens,
+                                       shared.used_input_tokens);
+        ELSIF shared.used_output_tokens + p_output > shared.max_output_tokens THEN
+            RETURN agentstate_exceeded('user', 'output_tokens', p_output,
+                                       shared.max_output_tokens, shared.used_output_tokens);
+        ELSIF shared.used_total_tokens + p_total > shared.max_total_tokens THEN
+            RETURN agentstate_exceeded('user', 'total_tokens', p_total, shared.max_total_tokens,
+                                       shared.used_total_tokens);
+        END IF;
+        UPDATE agentstate_budget
+        SET used_requests = shared.used_requests + p_requests,
+            used_input_tokens = shared.used_input_tokens + p_input,
+            used_output_tokens = shared.used_output_tokens + p_output,
+            used_total_tokens = shared.used_total_tokens + p_total,
+            period_start = shared.period_start, updated_at = statement_timestamp()
+        WHERE id = shared.id;
     END IF;
     UPDATE agentstate_run
     SET requests = rn.requests + p_requests, input_tokens = rn.input_tokens + p_input,
