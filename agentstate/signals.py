@@ -24,6 +24,8 @@ approval_requested = Signal()
 approval_decided = Signal()
 approval_expired = Signal()
 approvals_changed = Signal()
+policy_created = Signal()
+policy_revoked = Signal()
 event_recorded = Signal()
 
 BY_KIND = {
@@ -37,4 +39,6 @@ BY_KIND = {
     "approval.expired": approval_expired,
     "approvals.changed": approvals_changed,
     "approvals.rebuilt": approvals_changed,
+    "policy.created": policy_created,
+    "policy.revoked": policy_revoked,
 }

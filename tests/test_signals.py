@@ -16,7 +16,14 @@ from django.db.models.functions import Now
 
 from agentstate import signals
 from agentstate.exceptions import AlreadyClaimed
-from agentstate.models import ApprovalRecord, ApprovalRequest, Event, PausedRun, Run
+from agentstate.models import (
+    ApprovalPolicy,
+    ApprovalRecord,
+    ApprovalRequest,
+    Event,
+    PausedRun,
+    Run,
+)
 from agentstate.services import approvals, pauses, runs, sweep
 
 Change = Callable[[], object]
@@ -87,6 +94,19 @@ def records_rebuilt(user) -> Change:
     )
 
 
+def policy_created(user) -> Change:
+    return lambda: approvals.create_policy("tool", "approve", user=user, by=user, reason="fine")
+
+
+def policy_revoked(user) -> Change:
+    policy = approvals.create_policy("tool", "reject", by=user)
+    return lambda: approvals.revoke_policy(policy, by=user)
+
+
+def the_policy() -> str:
+    return str(ApprovalPolicy.objects.get().pk)
+
+
 def the_request() -> str:
     return str(ApprovalRequest.objects.get().pk)
 
@@ -117,8 +137,10 @@ SCENARIOS: dict[str, Scenario] = {
     "approval.expired": Scenario(request_expired, ApprovalRequest, the_request),
     "approvals.changed": Scenario(records_changed, Run, lambda: "run-1"),
     "approvals.rebuilt": Scenario(records_rebuilt, Run, lambda: "run-1"),
+    "policy.created": Scenario(policy_created, ApprovalPolicy, the_policy),
+    "policy.revoked": Scenario(policy_revoked, ApprovalPolicy, the_policy),
 }
-STATE_MODELS = (PausedRun, Run, ApprovalRequest, ApprovalRecord)
+STATE_MODELS = (PausedRun, Run, ApprovalRequest, ApprovalRecord, ApprovalPolicy)
 KINDS = sorted(SCENARIOS)
 
 
