@@ -5,7 +5,14 @@ Every path is described in docs/rest-api.md.
 
 from django.urls import path
 
-from . import views_context, views_events, views_pauses, views_runs, views_webhooks
+from . import (
+    views_context,
+    views_events,
+    views_pauses,
+    views_policies,
+    views_runs,
+    views_webhooks,
+)
 from .docs import AssetView, DocsView, RedocView, SchemaView
 
 app_name = "agentstate"
@@ -43,6 +50,12 @@ urlpatterns = [
         "approval-requests/<str:id>/decide/",
         views_runs.DecideView.as_view(),
         name="approval-request-decide",
+    ),
+    path("approval-policies/", views_policies.PoliciesView.as_view(), name="approval-policies"),
+    path(
+        "approval-policies/<str:id>/revoke/",
+        views_policies.RevokeView.as_view(),
+        name="approval-policy-revoke",
     ),
     path("webhooks/", views_webhooks.WebhooksView.as_view(), name="webhooks"),
     path("webhooks/<str:id>/", views_webhooks.WebhookView.as_view(), name="webhook"),

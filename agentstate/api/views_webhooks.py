@@ -1,9 +1,12 @@
 """REST views over webhooks: managing them takes ``agentstate.change_webhook``."""
 
+from typing import Any
+
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstate.models import Delivery, DeliveryAttempt, Webhook
@@ -18,8 +21,8 @@ WEBHOOK_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
 PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
 
 
-class WebhookPermissionMixin:
-    def initial(self, request, *args, **kwargs):
+class WebhookPermissionMixin(AgentStateAPIView):
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
         if not has_model_perm(request.user, "change_webhook"):
             raise PermissionDenied("Managing webhooks takes agentstate.change_webhook.")
@@ -31,11 +34,11 @@ def _webhook_pk(text: str) -> int:
     return int(text)
 
 
-class WebhooksView(WebhookPermissionMixin, AgentStateAPIView):
+class WebhooksView(WebhookPermissionMixin):
     @documented(
         parameters=PAGES, responses=s.WebhookSerializer(many=True), operation_id="webhooks_list"
     )
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         self.query(s.WebhookQuery)
         return self.paginate(Webhook.objects.order_by("pk"), s.WebhookSerializer)
 
@@ -44,26 +47,26 @@ class WebhooksView(WebhookPermissionMixin, AgentStateAPIView):
         responses={201: s.CreatedWebhookSerializer},
         operation_id="webhooks_create",
     )
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         d = self.validated(s.WebhookCreate, request.data)
         hook = webhooks.create_webhook(d["url"], d.get("kinds"), d["active"], user=request.user)
         return Response(s.CreatedWebhookSerializer(hook).data, status=status.HTTP_201_CREATED)
 
 
-class WebhookView(WebhookPermissionMixin, AgentStateAPIView):
+class WebhookView(WebhookPermissionMixin):
     @documented(parameters=[WEBHOOK_ID], responses={204: None}, operation_id="webhooks_delete")
-    def delete(self, request, id: str):
+    def delete(self, request: Request, id: str) -> Response:
         webhooks.delete_webhook(_webhook_pk(id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class DeliveriesView(WebhookPermissionMixin, AgentStateAPIView):
+class DeliveriesView(WebhookPermissionMixin):
     @documented(
         parameters=[WEBHOOK_ID, s.DeliveryQuery, *PAGES],
         responses=s.DeliverySerializer(many=True),
         operation_id="webhooks_deliveries",
     )
-    def get(self, request, id: str):
+    def get(self, request: Request, id: str) -> Response:
         q = self.query(s.DeliveryQuery)
         pk = _webhook_pk(id)
         if not Webhook.objects.filter(pk=pk).exists():
