@@ -194,6 +194,8 @@ class ApprovalRequest(TypedDict):
     decided_by: str | None
     decided_at: str | None
     reason: str
+    policy: int | None
+    approved_arguments: Any
     created_at: str
 
 
@@ -597,12 +599,19 @@ class AgentStateClient:
         *,
         always: bool = False,
         reason: str = "",
+        arguments: Any = None,
     ) -> ApprovalRequest:
-        """Approve or reject a pending request exactly once; never retried."""
+        """Approve or reject a pending request exactly once; never retried. ``arguments``,
+        approving only: what to run instead of the filed arguments."""
         return self._json(
             "POST",
             f"approval-requests/{int(request_id)}/decide/",
-            json={"decision": decision, "always": always, "reason": reason},
+            json={
+                "decision": decision,
+                "always": always,
+                "reason": reason,
+                **({} if arguments is None else {"arguments": arguments}),
+            },
             idempotent=False,
             not_found=ApprovalRequestNotFound,
             expired=ApprovalRequestExpired,
