@@ -59,13 +59,10 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
         "tool_name",
         "decision",
         "user",
-        "pretty_arguments",
+        "short_arguments",
         "expires_at",
         "state",
         "decisions",
-        "created_by",
-        "created_at",
-        "revoked_at",
     )
     list_display_links = ("id", "tool_name")
     list_filter = (ActiveFilter, "decision", "tool_name")
@@ -90,6 +87,14 @@ class ApprovalPolicyAdmin(admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[ApprovalPolicy]:
         policies: QuerySet[ApprovalPolicy] = super().get_queryset(request)
         return policies.annotate(decided=Count("decided_requests"))
+
+    @admin.display(description=_("arguments to match"))
+    def short_arguments(self, policy: ApprovalPolicy) -> str:
+        if policy.arguments is None:
+            return str(_("any"))
+        return format_html(
+            "<code>{}</code>", json.dumps(policy.arguments, ensure_ascii=False, sort_keys=True)
+        )
 
     @admin.display(description=_("arguments to match"))
     def pretty_arguments(self, policy: ApprovalPolicy) -> str:
