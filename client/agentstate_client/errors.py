@@ -84,6 +84,10 @@ class ApprovalRequestNotFound(NotFound):
     code = "approval_request_not_found"
 
 
+class PolicyNotFound(NotFound):
+    """The server's ``not_found`` for an approval policy."""
+
+
 class Conflict(APIError):
     status = 409
     code = "conflict"
@@ -124,6 +128,14 @@ class RunExists(Conflict):
 
 class AlreadyDecided(Conflict):
     code = "already_decided"
+
+
+class AlreadyRevoked(Conflict):
+    code = "already_revoked"
+
+
+class BudgetExceeded(Conflict):
+    code = "budget_exceeded"
 
 
 class Expired(APIError):
