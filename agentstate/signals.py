@@ -25,6 +25,8 @@ approval_decided = Signal()
 approval_expired = Signal()
 approvals_changed = Signal()
 budget_changed = Signal()
+policy_created = Signal()
+policy_revoked = Signal()
 event_recorded = Signal()
 
 BY_KIND = {
@@ -39,4 +41,6 @@ BY_KIND = {
     "approvals.changed": approvals_changed,
     "approvals.rebuilt": approvals_changed,
     "budget.changed": budget_changed,
+    "policy.created": policy_created,
+    "policy.revoked": policy_revoked,
 }

@@ -441,6 +441,7 @@ def test_every_endpoint_has_an_access_case():
         ("post", DECIDE),
         *WEBHOOK_OPS,
         *BUDGET_OPS,
+        *POLICY_OPS,
     }
     public = {"/api/schema/", "/api/docs/"}
     missing = [
@@ -757,3 +758,43 @@ def test_a_budget_setter_reaches_every_run_and_an_unknown_run_is_404(alice, djan
     assert put.status_code == 200 and put.json()["caps"]["requests"] is None
     missing = client(setter).put(fill_path(RUN_BUDGET, {"run_id": "nope"}), {}, format="json")
     assert (missing.status_code, missing.json()["code"]) == (404, "run_not_found")
+
+
+# Approval policies decide requests of every user: every endpoint takes
+# agentstate.decide_approvalrequest, as deciding does, whoever's runs they name.
+POLICY_OPS = {
+    ("get", "/api/approval-policies/"),
+    ("post", "/api/approval-policies/"),
+    ("post", "/api/approval-policies/{id}/revoke/"),
+}
+
+
+@pytest.mark.parametrize("method, path", sorted(POLICY_OPS))
+@pytest.mark.parametrize(
+    "perms",
+    [(), ("view_approvalrequest",), ("change_approvalrequest",), ("change_run",), ("view_run",)],
+)
+def test_every_policy_endpoint_takes_decide_approvalrequest(
+    method, path, perms, alice, django_user_model
+):
+    from agentstate.models import ApprovalPolicy, Event
+
+    policy = approvals.create_policy("tool", "approve", user=alice, reason=SECRET)
+    ctx = with_run(alice)
+    body = {"tool_name": "tool", "decision": "reject", "user": "alice"} if method == "post" else {}
+    url = fill_path(path, {"id": policy.pk})
+    policies_before = list(ApprovalPolicy.objects.values())
+    events_before = Event.objects.count()
+    for person in (alice, user(django_user_model, "holder", *perms)):
+        response = getattr(client(person), method)(url, body, format="json")
+        assert response.status_code == 403, response.content
+        assert response.json()["code"] == "permission_denied"
+        assert SECRET not in response.content.decode()
+    assert list(ApprovalPolicy.objects.values()) == policies_before
+    assert Event.objects.count() == events_before
+    assert owned_by(alice)["requests"][0]["id"] == ctx["id"]
+    reviewer = user(django_user_model, "reviewer", "decide_approvalrequest")
+    response = getattr(client(reviewer), method)(url, body, format="json")
+    assert response.status_code in (200, 201), response.content
+    if method == "get":
+        assert SECRET in response.content.decode()

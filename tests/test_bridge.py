@@ -170,3 +170,35 @@ def test_concurrent_resumes_run_the_tool_once(reviewer, concurrently):
     assert sorted(results) == [BUSY, BUSY, BUSY, FINISHED]
     assert sum(len(r.sent) for r in racers) == 1
     assert Run.objects.get(run_id="run-race").usage["requests"] == 2
+
+
+def test_an_edited_approval_runs_the_reviewers_call_not_the_models(reviewer):
+    """The SDK runs a call only with the model's arguments; the bridge runs the edited
+    call of the function tool once and answers the model's call with its result."""
+    first = Mailer(email("bob", "call-1"))
+    outcome = first.bridge().start("mail bob", run_id="run-edit")
+    review_in_thread(outcome.pending[0].id, "approve", reviewer, arguments={"to": "carol"})
+    [review] = ServiceStore().reviews("run-edit")
+    assert review.edited and review.approved_arguments == {"to": "carol"}
+    assert review.arguments == {"to": "bob"} and review.arguments_to_run == {"to": "carol"}
+    later = Mailer(done("mailed carol"))
+    outcome = later.bridge().resume("run-edit")
+    assert outcome.status == FINISHED and outcome.final_output == "mailed carol"
+    assert first.sent + later.sent == ["carol"]
+    sent_back = [
+        item for item in later.model.inputs[-1] if item.get("type") == "function_call_output"
+    ]
+    assert len(sent_back) == 1 and "sent to carol" in sent_back[0]["output"]
+    assert '{"to": "carol"}' in sent_back[0]["output"]
+
+
+def test_a_policy_lets_a_matching_call_run_without_a_reviewer(make_user):
+    """A call that a policy decides is filed approved, and the run goes on at once."""
+    agent = make_user("agent")
+    approvals.create_policy("send_email", "approve", user=agent, arguments={"to": "bob"})
+    mailer = Mailer(email("bob", "call-1"), email("eve", "call-2"))
+    outcome = mailer.bridge(agent).start("mail bob then eve", run_id="run-policy")
+    assert outcome.status == WAITING and mailer.sent == ["bob"]
+    assert [(r.call_id, r.arguments) for r in outcome.pending] == [("call-2", {"to": "eve"})]
+    filed = ApprovalRequest.objects.get(run__run_id="run-policy", call_id="call-1")
+    assert filed.policy_id is not None and filed.decided_by is None

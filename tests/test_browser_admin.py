@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from agentstate.models import ApprovalRequest
+from agentstate.models import ApprovalPolicy, ApprovalRequest
 from agentstate.services import approvals, runs
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -186,3 +186,101 @@ def test_the_api_docs_render_from_the_apps_own_assets(live_server, screenshots):
         finally:
             browser.close()
     assert operations >= 20
+
+
+def test_a_reviewer_makes_a_policy_and_the_next_matching_call_arrives_decided(
+    live_server, make_user, screenshots
+):
+    """From a pending request's page: "Approve and always approve this tool for agent",
+    for 7 days, for calls to bob only. The agent's next call to bob is filed approved
+    by the policy (its page links to it); a call to eve still waits."""
+    from playwright.sync_api import expect, sync_playwright
+
+    agent = make_user("agent")
+    make_user("reviewer", "agentstate.decide_approvalrequest", is_staff=True)
+    run = runs.create_run("policy-run", {"ticket": "T-8"}, user=agent)
+    request = approvals.request_approval(
+        run, "send_email", "call-1", {"to": "bob@example.com", "body": "report"}, user=agent
+    )
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(TIMEOUT_MS)
+            refused = offline(page, live_server)
+            page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+            page.fill("#id_username", "reviewer")
+            page.fill("#id_password", "pw")
+            page.click("input[type=submit]")
+
+            page.goto(f"{live_server.url}/admin/agentstate/approvalrequest/{request.pk}/change/")
+            button = page.locator("#approve-policy-button")
+            expect(button).to_contain_text("Approve and always approve this tool for agent")
+            expect(page.locator("#id_arguments")).to_have_value(
+                '{\n  "body": "report",\n  "to": "bob@example.com"\n}'
+            )
+            page.fill("#id_policy_days", "7")
+            page.fill("#id_policy_arguments", '{"to": "bob@example.com"}')
+            page.fill("#id_reason", "weekly report to bob")
+            screenshots(page, "admin-policy")
+            button.click()
+            expect(page.locator("ul.messagelist")).to_contain_text("was approved")
+            expect(page.locator("ul.messagelist")).to_contain_text("approved by policy #")
+
+            page.goto(f"{live_server.url}/admin/agentstate/approvalpolicy/")
+            row = page.locator("#result_list tbody tr").first
+            expect(row).to_contain_text("send_email")
+            expect(row).to_contain_text("in force")
+            screenshots(page, "admin-policies")
+            assert refused == []
+        finally:
+            browser.close()
+
+    # The agent files its next calls: one the policy matches, one it does not.
+    with httpx.Client(base_url=live_server.url, auth=("agent", "pw"), timeout=30) as api:
+        to_bob = api.post(
+            "/api/runs/policy-run/approval-requests/",
+            json={
+                "tool_name": "send_email",
+                "call_id": "call-2",
+                "arguments": {"to": "bob@example.com", "body": "next week"},
+            },
+        )
+        to_eve = api.post(
+            "/api/runs/policy-run/approval-requests/",
+            json={"tool_name": "send_email", "call_id": "call-3", "arguments": {"to": "eve"}},
+        )
+    assert to_bob.status_code == 201, to_bob.text
+    policy = ApprovalPolicy.objects.get()
+    assert (policy.user.username, policy.arguments, policy.reason) == (
+        "agent",
+        {"to": "bob@example.com"},
+        "weekly report to bob",
+    )
+    assert (to_bob.json()["status"], to_bob.json()["policy"], to_bob.json()["decided_by"]) == (
+        "approved",
+        policy.pk,
+        None,
+    )
+    assert to_eve.json()["status"] == "pending" and to_eve.json()["policy"] is None
+    first = ApprovalRequest.objects.select_related("decided_by").get(pk=request.pk)
+    assert (first.status, first.decided_by.username) == ("approved", "reviewer")
+
+    # The request the policy decided links to it, in a browser again.
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport=VIEWPORT)
+            page.set_default_timeout(TIMEOUT_MS)
+            page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+            page.fill("#id_username", "reviewer")
+            page.fill("#id_password", "pw")
+            page.click("input[type=submit]")
+            page.goto(
+                f"{live_server.url}/admin/agentstate/approvalrequest/{to_bob.json()['id']}/change/"
+            )
+            page.get_by_role("link", name=f"policy #{policy.pk}").click()
+            expect(page.locator("body")).to_contain_text("weekly report to bob")
+        finally:
+            browser.close()

@@ -203,3 +203,45 @@ def test_a_username_holding_u0000_is_bad_input_not_a_5xx(api, make_user, bad):
         response = getattr(api, method)(f"/api/users/{bad}/budget/", {}, format="json")
         assert response.status_code == 400, response.content
         assert response.json()["field"] == "username"
+
+
+@pytest.mark.parametrize(
+    "bad", ["abc", "-1", "1.5", "%00", "0x1", "9" * 5000, "99999999999999999999"]
+)
+def test_a_policy_id_that_is_no_number_answers_the_apis_own_404(make_user, api_for, bad):
+    """Like an approval request's: a path id that is no id is the API's 404, never a 5xx."""
+    reviewer = api_for(make_user("reviewer", "agentstate.decide_approvalrequest"))
+    response = reviewer.post(f"/api/approval-policies/{bad}/revoke/")
+    assert response.status_code == 404, response.content
+    assert response.json()["code"] == "not_found"
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("expires_at", "0001-01-01T00:00:00+14:00"),
+        ("expires_at", "9999-12-31T23:59:59-14:00"),
+        ("expires_at", "2030-02-30T00:00:00Z"),
+        ("expires_at", ""),
+        ("expires_at", []),
+        ("arguments", True),
+        ("user", "x" * 256),
+        ("user", ""),
+        ("tool_name", "t\x00"),
+        ("reason", "a\x00"),
+    ],
+)
+def test_a_malformed_policy_is_a_400_naming_the_field_not_a_5xx(make_user, api_for, field, value):
+    from agentstate.models import ApprovalPolicy
+
+    reviewer = api_for(make_user("reviewer", "agentstate.decide_approvalrequest"))
+    body = {"tool_name": "mail", "decision": "approve", field: value}
+    if field == "arguments" and isinstance(value, dict) and "a" in value:
+        # Deeper than MAX_JSON_DEPTH: nest it further.
+        for _ in range(70):
+            value = {"a": value}
+        body[field] = value
+    response = reviewer.post("/api/approval-policies/", body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid" and response.json()["field"] == field
+    assert not ApprovalPolicy.objects.exists()

@@ -207,6 +207,8 @@ def test_approval_requests_filed_listed_and_decided(api, api_for, reviewer, alic
         "decided_by": None,
         "decided_at": None,
         "reason": "",
+        "policy": None,
+        "approved_arguments": None,
     }
     again = api.post("/api/runs/run-1/approval-requests/", body, format="json")
     assert again.status_code == 200 and again.json()["id"] == request["id"]

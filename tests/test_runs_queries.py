@@ -5,15 +5,20 @@ In autocommit (``transaction=True``), so that no savepoint around the call is
 counted: what is counted is what a request pays.
 """
 
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from agentstate.exceptions import (
     AlreadyDecided,
+    AlreadyRevoked,
     BudgetExceeded,
+    PolicyNotFound,
     RunExists,
     RunNotFound,
+    UnknownOwner,
     UsageOverflow,
     UserNotFound,
 )
@@ -62,6 +67,36 @@ def test_each_python_operation_is_one_call(run, alice, reviewer):
         "run-1",
         reviewer,
     )
+    edited = approvals.request_approval(run, "mail", "c4", {"to": "bob"})
+    decided = one_query(
+        approvals.decide, edited.pk, "approve", by=reviewer, arguments={"to": "carol"}
+    )
+    assert decided.approved_arguments == {"to": "carol"}
+
+
+def test_each_policy_operation_is_one_call(run, alice, reviewer):
+    policy = one_query(
+        approvals.create_policy,
+        "mail",
+        "approve",
+        user="alice",
+        arguments={"to": "bob"},
+        by=reviewer,
+    )
+    assert (policy.user_name, policy.created_by_name) == ("alice", "reviewer")
+    one_query(approvals.create_policy, "shell", "reject", user=alice, expires_at=timedelta(days=1))
+    filed = one_query(approvals.request_approval, run, "mail", "p1", {"to": "bob", "x": 1})
+    assert (filed.status, filed.policy_id) == ("approved", policy.pk)
+    assert one_query(runs.is_tool_approved, run, "mail", "p2", {"to": "bob"}) is True
+    assert one_query(runs.is_tool_approved, run, "shell", "p3") is False
+    revoked = one_query(approvals.revoke_policy, policy.pk, by=reviewer)
+    assert revoked.revoked_at is not None and revoked.user_name == "alice"
+    with pytest.raises(AlreadyRevoked):
+        one_query(approvals.revoke_policy, policy.pk, by=reviewer)
+    with pytest.raises(PolicyNotFound):
+        one_query(approvals.revoke_policy, policy.pk + 100, by=reviewer)
+    with pytest.raises(UnknownOwner):
+        one_query(approvals.create_policy, "mail", "approve", user="nobody")
 
 
 def test_refusals_are_one_call_too(run, reviewer):

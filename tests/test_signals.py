@@ -16,7 +16,15 @@ from django.db.models.functions import Now
 
 from agentstate import signals
 from agentstate.exceptions import AlreadyClaimed
-from agentstate.models import ApprovalRecord, ApprovalRequest, Budget, Event, PausedRun, Run
+from agentstate.models import (
+    ApprovalPolicy,
+    ApprovalRecord,
+    ApprovalRequest,
+    Budget,
+    Event,
+    PausedRun,
+    Run,
+)
 from agentstate.services import approvals, budgets, pauses, runs, sweep
 
 Change = Callable[[], object]
@@ -92,6 +100,19 @@ def budget_changed(user) -> Change:
     return lambda: budgets.set_run_budget(run, {"total_tokens": 100}, by=user)
 
 
+def policy_created(user) -> Change:
+    return lambda: approvals.create_policy("tool", "approve", user=user, by=user, reason="fine")
+
+
+def policy_revoked(user) -> Change:
+    policy = approvals.create_policy("tool", "reject", by=user)
+    return lambda: approvals.revoke_policy(policy, by=user)
+
+
+def the_policy() -> str:
+    return str(ApprovalPolicy.objects.get().pk)
+
+
 def the_request() -> str:
     return str(ApprovalRequest.objects.get().pk)
 
@@ -123,8 +144,10 @@ SCENARIOS: dict[str, Scenario] = {
     "approvals.changed": Scenario(records_changed, Run, lambda: "run-1"),
     "approvals.rebuilt": Scenario(records_rebuilt, Run, lambda: "run-1"),
     "budget.changed": Scenario(budget_changed, Budget, lambda: "run:run-1"),
+    "policy.created": Scenario(policy_created, ApprovalPolicy, the_policy),
+    "policy.revoked": Scenario(policy_revoked, ApprovalPolicy, the_policy),
 }
-STATE_MODELS = (PausedRun, Run, ApprovalRequest, ApprovalRecord, Budget)
+STATE_MODELS = (PausedRun, Run, ApprovalRequest, ApprovalRecord, Budget, ApprovalPolicy)
 KINDS = sorted(SCENARIOS)
 
 

@@ -6,7 +6,11 @@ run, tool, call id, pretty-printed arguments and age. Reviewers holding
 ``agentstate.decide_approvalrequest`` decide them with the list actions
 (approve, reject, always approve, always reject) or with the Approve and
 Reject buttons of a pending request's page (an optional reason, an "always"
-choice). Every decision goes through ``agentstate.services.approvals.decide``,
+choice, the arguments to run, editable: only a change counts as an edit).
+The page's "Approve and always approve this tool for this user" approves
+and creates an approval policy for the run's creator (an optional duration
+and arguments to match) in one transaction. A request a policy decided links
+to it. Every decision goes through ``agentstate.services.approvals.decide``,
 the service the REST API uses, so an admin reviewer racing a REST client gets
 one decision and the other is told it was already decided. Decided requests
 are read-only. Runs are read-only: usage, approval records, requests; holders
@@ -14,11 +18,13 @@ of ``agentstate.change_budget`` edit the run's budget on its page.
 """
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.options import csrf_protect_m
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.db.models.expressions import Combinable
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -31,12 +37,17 @@ from django.utils.translation import ngettext
 from agentstate.admin.budgets import CHANGE_PERM as BUDGET_PERM
 from agentstate.admin.budgets import RunBudgetInline
 from agentstate.admin.pauses import _duration
+from agentstate.admin.policies import policy_link
 from agentstate.exceptions import AgentStateError, AlreadyDecided, ApprovalRequestExpired
 from agentstate.models import ApprovalRecord, ApprovalRequest, Run
+from agentstate.policies import json_equal
 from agentstate.services import approvals, runs
 
 Status = ApprovalRequest.Status
 DECIDE_PERM = "agentstate.decide_approvalrequest"
+
+# The longest a policy made from a request's page may last, in days.
+MAX_POLICY_DAYS = 3650
 
 # Action name -> (decision, always, past-tense label for the message).
 ACTIONS = {
@@ -86,11 +97,12 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         "current_status",
         "decided_by",
         "decided_at",
+        "decided_by_policy",
     )
     list_display_links = ("id", "tool_name")
     list_filter = (CurrentStatusFilter, "tool_name")
     search_fields = ("run__run_id", "tool_name", "call_id")
-    list_select_related = ("run", "decided_by", "created_by")
+    list_select_related = ("run", "decided_by", "created_by", "policy")
     actions = tuple(ACTIONS)
     fields = readonly_fields = (
         "run_link",
@@ -105,6 +117,8 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         "age",
         "decided_by",
         "decided_at",
+        "decided_by_policy",
+        "pretty_approved_arguments",
         "reason",
     )
 
@@ -146,6 +160,16 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     @admin.display(description=_("arguments"))
     def pretty_arguments(self, request_: ApprovalRequest) -> str:
         return _pretty(request_.arguments)
+
+    @admin.display(description=_("approved arguments"))
+    def pretty_approved_arguments(self, request_: ApprovalRequest) -> str:
+        if request_.approved_arguments is None:
+            return str(_("as filed")) if request_.status == Status.APPROVED else "—"
+        return _pretty(request_.approved_arguments)
+
+    @admin.display(description=_("decided by policy"), ordering="policy")
+    def decided_by_policy(self, request_: ApprovalRequest) -> str:
+        return policy_link(request_.policy)
 
     @admin.display(description=_("the run's context"))
     def run_context(self, request_: ApprovalRequest) -> str:
@@ -256,18 +280,37 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             raise PermissionDenied
         # A request decided since the page was shown is refused by the
         # service (AlreadyDecided) and reported like any other refusal.
-        always = request.POST.get("always") in ("on", "true", "1")
+        post = request.POST
+        always = post.get("always") in ("on", "true", "1")
+        choice = post["_decision"]
         try:
-            approvals.decide(
-                obj.pk,
-                request.POST["_decision"],
-                always,
-                by=request.user,
-                reason=request.POST.get("reason", ""),
-            )
+            arguments = _edited_arguments(post.get("arguments", ""), obj.arguments)
+            decision = "approve" if choice == "approve_policy" else choice
+            with transaction.atomic():
+                approvals.decide(
+                    obj.pk,
+                    decision,
+                    always,
+                    by=request.user,
+                    reason=post.get("reason", ""),
+                    arguments=arguments,
+                )
+                if choice == "approve_policy":
+                    policy = self._make_policy(request, obj)
         except AgentStateError as error:
             self.message_user(request, error.detail, messages.ERROR)
             return HttpResponseRedirect(request.path)
+        if choice == "approve_policy":
+            self.message_user(
+                request,
+                format_html(
+                    "{} {}",
+                    _("Later calls of %(tool)s in the runs of %(user)s are approved by")
+                    % {"tool": obj.tool_name, "user": obj.run.created_by},
+                    policy_link(policy),
+                ),
+                messages.SUCCESS,
+            )
         decided = ApprovalRequest.objects.get(pk=obj.pk)
         self.message_user(
             request,
@@ -276,6 +319,35 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             messages.SUCCESS,
         )
         return HttpResponseRedirect(reverse("admin:agentstate_approvalrequest_changelist"))
+
+    def _make_policy(self, request: HttpRequest, obj: ApprovalRequest) -> Any:
+        """The policy the page's "Approve and always approve ..." asks for."""
+        creator = obj.run.created_by
+        if creator is None:
+            raise AgentStateError(
+                str(_("The run has no creator: a policy for it would decide every user's calls."))
+            )
+        text = request.POST.get("policy_days", "").strip()
+        days = None
+        if text:
+            if not (text.isascii() and text.isdigit() and 0 < int(text) <= MAX_POLICY_DAYS):
+                raise AgentStateError(
+                    str(_("The duration must be 1 to %(max)d days, or left empty."))
+                    % {"max": MAX_POLICY_DAYS}
+                )
+            days = int(text)
+        pattern = _json_field(request.POST.get("policy_arguments", ""), _("Arguments to match"))
+        if pattern is not None and not isinstance(pattern, dict):
+            raise AgentStateError(str(_("Arguments to match must be a JSON object, or empty.")))
+        return approvals.create_policy(
+            obj.tool_name,
+            "approve",
+            user=creator,
+            arguments=pattern,
+            expires_at=None if days is None else timedelta(days=days),
+            reason=request.POST.get("reason", ""),
+            by=request.user,
+        )
 
     def render_change_form(
         self,
@@ -289,7 +361,31 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         context["can_decide"] = (
             obj is not None and obj.status == Status.PENDING and self.has_decide_permission(request)
         )
+        if context["can_decide"]:
+            context["filed_arguments"] = json.dumps(
+                obj.arguments, indent=2, ensure_ascii=False, sort_keys=True
+            )
+            context["run_creator"] = obj.run.created_by
         return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+def _json_field(text: str, label: Any) -> Any:
+    """A JSON text of the decision box (empty: ``None``); bad JSON is refused."""
+    if not text.strip():
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        raise AgentStateError(
+            str(_("%(label)s: not JSON (%(error)s).")) % {"label": label, "error": error}
+        ) from None
+
+
+def _edited_arguments(text: str, filed: Any) -> Any:
+    """The arguments to run, when the box holds other JSON than the filed arguments
+    (prefilled with them); ``None``: no edit (unchanged, or emptied)."""
+    value = _json_field(text, _("Arguments to run"))
+    return None if value is None or json_equal(value, filed) else value
 
 
 class RunPartInline(admin.TabularInline):
@@ -358,6 +454,7 @@ class ApprovalRequestInline(RunPartInline):
         "status",
         "decided_by",
         "decided_at",
+        "policy",
         "reason",
         "created_at",
     )

@@ -141,6 +141,19 @@ class DecideRequest(StrictSerializer):
         required=False, default=False, help_text="Decide every call of the tool."
     )
     reason = StrictCharField(required=False, allow_blank=True, default="")
+    arguments = AnyJSONField(
+        required=False,
+        default=None,
+        help_text="With approve: the arguments to run instead of the filed ones (kept as"
+        " approved_arguments unless equal to them). Not with reject.",
+    )
+
+    def validate(self, data: dict[str, Any]) -> dict[str, Any]:
+        if data.get("arguments") is not None and data["decision"] != "approve":
+            raise serializers.ValidationError(
+                {"arguments": ["Arguments can be edited only when approving."]}
+            )
+        return data
 
 
 class ApprovalRequestSerializer(serializers.ModelSerializer):
@@ -150,6 +163,17 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
     arguments = serializers.JSONField(allow_null=True, read_only=True)
     status = serializers.SerializerMethodField()
     decided_by = serializers.SerializerMethodField()
+    policy = serializers.IntegerField(
+        source="policy_id",
+        allow_null=True,
+        read_only=True,
+        help_text="The approval policy that decided it, or null.",
+    )
+    approved_arguments = serializers.JSONField(
+        allow_null=True,
+        read_only=True,
+        help_text="What the reviewer approved instead of the filed arguments, or null.",
+    )
 
     class Meta:
         model = ApprovalRequest
@@ -163,6 +187,8 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
             "decided_by",
             "decided_at",
             "reason",
+            "policy",
+            "approved_arguments",
             "created_at",
         )
         read_only_fields = fields

@@ -10,6 +10,7 @@ from . import (
     views_context,
     views_events,
     views_pauses,
+    views_policies,
     views_runs,
     views_webhooks,
 )
@@ -54,6 +55,12 @@ urlpatterns = [
     ),
     path(
         "users/<str:username>/budget/", views_budgets.UserBudgetView.as_view(), name="user-budget"
+    ),
+    path("approval-policies/", views_policies.PoliciesView.as_view(), name="approval-policies"),
+    path(
+        "approval-policies/<str:id>/revoke/",
+        views_policies.RevokeView.as_view(),
+        name="approval-policy-revoke",
     ),
     path("webhooks/", views_webhooks.WebhooksView.as_view(), name="webhooks"),
     path("webhooks/<str:id>/", views_webhooks.WebhookView.as_view(), name="webhook"),

@@ -278,6 +278,11 @@ class DecideView(AgentStateAPIView):
             )
         d = self.validated(s.DecideRequest, request.data)
         decided = approvals.decide(
-            request_id(id), d["decision"], d["always"], by=request.user, reason=d["reason"]
+            request_id(id),
+            d["decision"],
+            d["always"],
+            by=request.user,
+            reason=d["reason"],
+            arguments=d["arguments"],
         )
         return Response(s.ApprovalRequestSerializer(decided).data)

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from agentstate.models import ApprovalRequest, Budget, Event, PausedRun, Run
+    from agentstate.models import ApprovalPolicy, ApprovalRequest, Budget, Event, PausedRun, Run
 
 Records = dict[str, dict[str, bool | list[str]]]
 Owner = int | str | None
@@ -272,9 +272,12 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def is_tool_approved(
-        self, run_id: str, tool_name: str, call_id: str, reach: Reach | None
+        self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
     ) -> bool | None:
-        """The SDK's precedence over the tool's record: ``True``, ``False`` or ``None``."""
+        """The SDK's precedence over the tool's record: ``True``, ``False`` or ``None``;
+        left ``None`` by the records, the active policies that match the call decide
+        (a reject policy over an approve one). ``arguments`` ``None``: not given, so
+        only the policies without an arguments pattern apply."""
 
     @abc.abstractmethod
     def record_decision(
@@ -313,9 +316,16 @@ class Backend(abc.ABC):
         """The run's request for ``call_id``, filed now unless one exists (then
         returned as it is, no event). A new one is filed already decided when the
         run's records decide the call (``decided_by`` empty, reason
-        ``records.DECIDED_BY_RECORDS``, ``always`` when a permanent flag decided). Event
-        ``approval.requested``. Value: ``(ApprovalRequest, created)``, the request
-        with its ``run`` and its ``current_status`` (pending past ``approval_ttl``:
+        ``records.DECIDED_BY_RECORDS``, ``always`` when a permanent flag decided) or,
+        the records leaving it undecided, when an active policy matches it (as
+        ``is_tool_approved``): then ``policy`` names it, the reason is the policy's
+        (``policies.decided_reason``), and the run's record of the call is written as
+        a decision would (no decider, actor ``policies.POLICY_ACTOR``). The deciding
+        policy's row is locked (shared) until the request commits, so a policy being
+        revoked decides the request before its revocation or not at all. Events
+        ``approval.requested`` (details: status, policy) and, decided by a policy,
+        ``approvals.changed``. Value: ``(ApprovalRequest, created)``, the request with
+        its ``run`` and its ``current_status`` (pending past ``approval_ttl``:
         expired)."""
 
     @abc.abstractmethod
@@ -325,15 +335,46 @@ class Backend(abc.ABC):
         approve: bool,
         always: bool,
         reason: str,
+        arguments: Any,
         approval_ttl: timedelta,
         by: Actor,
     ) -> Changed[ApprovalRequest]:
         """Decide a pending request exactly once and write the run's record as
-        ``record_decision`` does. ``ApprovalRequestNotFound``, ``ApprovalRequestExpired``
-        (pending for longer than ``approval_ttl``, swept or not), ``AlreadyDecided``
-        (facts: ``status``, ``decided_by_id``). Events ``approvals.changed`` and
-        ``approval.decided``. Value: the request, with its ``run`` and
+        ``record_decision`` does. ``arguments`` (approving only; ``None``: none): what
+        the reviewer approved instead of the filed arguments, kept as
+        ``approved_arguments`` when it differs from them (an equal value is no edit).
+        ``ApprovalRequestNotFound``, ``ApprovalRequestExpired`` (pending for longer than
+        ``approval_ttl``, swept or not), ``AlreadyDecided`` (facts: ``status``,
+        ``decided_by_id``). Events ``approvals.changed`` and ``approval.decided`` (with
+        an edit, its details also hold ``arguments`` as filed and
+        ``approved_arguments``). Value: the request, with its ``run`` and
         ``current_status``."""
+
+    # Approval policies (docs: concepts/policies). Times are the database clock's.
+
+    @abc.abstractmethod
+    def create_policy(
+        self,
+        tool_name: str,
+        approve: bool,
+        user: Owner,
+        arguments: dict[str, Any] | None,
+        expires_at: datetime | None,
+        reason: str,
+        by: Actor,
+    ) -> Changed[ApprovalPolicy]:
+        """A new policy for the runs of ``user`` (an id, or a username looked up in the
+        operation: ``UnknownOwner`` on field ``user``; ``None``: every user's), created
+        by ``by.user_id``. Event ``policy.created``. Value: the policy, with
+        ``user_name`` and ``created_by_name`` (usernames, or ``None``)."""
+
+    @abc.abstractmethod
+    def revoke_policy(self, policy_id: int, by: Actor) -> Changed[ApprovalPolicy]:
+        """Revoke a policy from now on: its row is locked first, so that every request it
+        is deciding commits before ``revoked_at`` is taken (then, by the clock, not
+        the transaction's start), and no request after sees it active.
+        ``PolicyNotFound``, ``AlreadyRevoked``. Event ``policy.revoked``. Value: the
+        policy, with ``user_name`` and ``created_by_name``."""
 
     # The sweep (docs: concepts/expiry): each call is one batch of at most
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).

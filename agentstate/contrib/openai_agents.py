@@ -75,7 +75,10 @@ class UsageDelta(TypedDict):
 
 @dataclass(frozen=True)
 class Review:
-    """An approval request as the bridge needs it, from either store."""
+    """An approval request as the bridge needs it, from either store.
+
+    ``approved_arguments``: what the reviewer approved instead of ``arguments`` (the
+    model's), or ``None``; ``arguments_to_run`` is the call a caller should run."""
 
     id: int
     tool_name: str
@@ -84,10 +87,21 @@ class Review:
     status: str
     always: bool = False
     reason: str = ""
+    approved_arguments: Any = None
 
     @property
     def pending(self) -> bool:
         return self.status == "pending"
+
+    @property
+    def edited(self) -> bool:
+        """Approved with other arguments than the model's."""
+        return self.status == "approved" and self.approved_arguments is not None
+
+    @property
+    def arguments_to_run(self) -> Any:
+        """The arguments the call may run with: the approved ones if edited, else as filed."""
+        return self.approved_arguments if self.edited else self.arguments
 
 
 @dataclass
@@ -168,6 +182,7 @@ class ServiceStore:
             request.status,
             request.always,
             request.reason,
+            request.approved_arguments,
         )
 
 
@@ -232,6 +247,7 @@ class RemoteStore:
             request["status"],
             always,
             request.get("reason") or "",
+            request.get("approved_arguments"),
         )
 
 
@@ -338,13 +354,50 @@ class ApprovalBridge:
             review = decided.get(item.call_id)
             if review is None or review.pending:
                 raise RuntimeError(f"Tool call {item.call_id!r} has no decided approval request.")
-            if review.status == "approved":
+            if review.edited:
+                # The SDK runs a call only with the model's arguments (it fingerprints
+                # each invocation and refuses a changed one): the edited call runs here,
+                # and the model's call is answered with its result instead of running.
+                state.reject(item, rejection_message=await self._run_edited(state, item, review))
+            elif review.status == "approved":
                 state.approve(item, always_approve=review.always)
             else:
                 message = review.reason or (
                     "The approval request expired." if review.status == "expired" else None
                 )
                 state.reject(item, always_reject=review.always, rejection_message=message)
+
+    async def _run_edited(self, state: RunState, item: ToolApprovalItem, review: Review) -> str:
+        """Run the reviewer's edited call of an agent's function tool; what the model hears."""
+        edited = json.dumps(review.approved_arguments, ensure_ascii=False)
+        tool = next(
+            (
+                t
+                for t in self.agent.tools
+                if isinstance(t, FunctionTool) and t.name == review.tool_name
+            ),
+            None,
+        )
+        if tool is None:
+            return (
+                f"A reviewer approved this call only with other arguments, {edited}, which"
+                " cannot be run for a tool that is not one of the agent's function tools:"
+                " it did not run."
+            )
+        assert state._context is not None  # a restored state has its context
+        context = SDKToolContext(
+            state._context.context,
+            usage=state._context.usage,
+            tool_name=tool.name,
+            tool_call_id=item.call_id,
+            tool_arguments=edited,
+            agent=self.agent,
+        )
+        output = await tool.on_invoke_tool(context, edited)
+        return (
+            f"A reviewer approved this call with edited arguments, {edited}; it ran with them"
+            f" and returned: {output}"
+        )
 
 
 def _arguments(item: ToolApprovalItem) -> Any:

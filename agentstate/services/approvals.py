@@ -1,13 +1,19 @@
-"""The review queue: tool calls waiting for a person.
+"""The review queue: tool calls waiting for a person, and the policies that
+spare them the asking.
 
 ``request_approval`` files a call for review, once per ``(run, call_id)``;
-when the run's approval records already decide the call, the request is
-filed already decided. ``decide`` turns a pending request into approved or
-rejected exactly once, under the row locks of the run and of the request,
-and writes the matching approval record as ``runs.approve`` /
-``runs.reject`` do, keeping who decided, when and why. The admin and the
+when the run's approval records already decide the call, or, leaving it
+undecided, an active approval policy matches it (``agentstate.policies``),
+the request is filed already decided. ``decide`` turns a pending request
+into approved or rejected exactly once, under the row locks of the run and
+of the request, and writes the matching approval record as ``runs.approve``
+/ ``runs.reject`` do, keeping who decided, when and why, and what was
+approved instead of the filed arguments, if anything. The admin and the
 REST API both call it, so two reviewers racing get one decision and one
 ``AlreadyDecided``.
+
+``create_policy`` and ``revoke_policy`` make and end standing decisions;
+a revoked policy decides no request filed after the revocation returns.
 
 A pending request older than ``AGENTSTATE["APPROVAL_TTL"]`` by the database
 clock is expired whether or not the sweep (``services.sweep``) has marked
@@ -15,27 +21,36 @@ it: ``decide`` refuses it and listings (``with_current_status``,
 ``in_status``) show it so.
 """
 
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
+from django.utils import timezone
 
 from agentstate import events
 from agentstate.backends import Actor, Reach, backend
 from agentstate.conf import agentstate_settings
-from agentstate.exceptions import ApprovalRequestNotFound, BadInput
-from agentstate.models import ApprovalRequest, Run
+from agentstate.exceptions import ApprovalRequestNotFound, BadInput, PolicyNotFound
+from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run
+from agentstate.policies import DECIDED_BY_POLICY
+from agentstate.policies import active as in_force
 from agentstate.querysets import current_status, past_ttl
 from agentstate.records import DECIDED_BY_RECORDS
 from agentstate.services import runs
 from agentstate.validation import check_json, check_key
 
 __all__ = [
+    "DECIDED_BY_POLICY",
     "DECIDED_BY_RECORDS",
     "DECISIONS",
+    "create_policy",
     "decide",
     "ensure_request",
     "in_status",
+    "policies",
     "request_approval",
+    "revoke_policy",
     "with_current_status",
 ]
 
@@ -93,8 +108,15 @@ def ensure_request(
         Actor.of(user),
     )
     request, created = changed.value
-    events.announce(changed.events, ApprovalRequest, request)
+    _announce(changed.events, request)
     return request, created
+
+
+def _announce(written: list[Event], request: ApprovalRequest) -> None:
+    """The events of a change of ``request``: its own, and its run's record's."""
+    records = [event for event in written if event.object_type == "run"]
+    events.announce([e for e in written if e.object_type != "run"], ApprovalRequest, request)
+    events.announce(records, Run, request.run)
 
 
 def request_approval(
@@ -106,7 +128,12 @@ def request_approval(
     user: Any = None,
     reach: Reach | None = None,
 ) -> ApprovalRequest:
-    """File ``call_id`` of ``tool_name`` for review (see ``ensure_request``); returns the request."""
+    """File ``call_id`` of ``tool_name`` for review (see ``ensure_request``); returns the request.
+
+    Filed already decided when the run's records decide the call or, leaving it
+    undecided, an active policy matching it does: then ``policy`` names it,
+    ``decided_by`` is empty, and the run's record of the call is written, so that
+    ``runs.is_tool_approved`` agrees from the records."""
     return ensure_request(run, tool_name, call_id, arguments, user=user, reach=reach)[0]
 
 
@@ -117,13 +144,16 @@ def decide(
     *,
     by: Any = None,
     reason: str = "",
+    arguments: Any = None,
 ) -> ApprovalRequest:
     """Approve or reject a pending request exactly once; returns it decided, with its
     ``run``, ``current_status`` and ``decided_by``.
 
-    Refused with ``AlreadyDecided`` when it is approved or rejected already,
-    ``ApprovalRequestExpired`` when it is expired or pending for longer than
-    ``APPROVAL_TTL``. Writes the run's approval record (per call, or for
+    ``arguments``, approving only: what to run instead of the filed arguments, kept
+    as ``approved_arguments`` when it differs from them (``None`` or the filed
+    arguments: no edit). Refused with ``AlreadyDecided`` when it is approved or
+    rejected already, ``ApprovalRequestExpired`` when it is expired or pending for
+    longer than ``APPROVAL_TTL``. Writes the run's approval record (per call, or for
     every call with ``always``) in the same transaction.
     """
     if decision not in DECISIONS:
@@ -131,11 +161,20 @@ def decide(
     if not isinstance(always, bool):
         raise BadInput("always must be true or false.", field="always")
     reason = runs.check_reason(reason)
+    if arguments is not None and decision != "approve":
+        raise BadInput("arguments can be edited only when approving.", field="arguments")
+    check_json(arguments, "arguments", agentstate_settings.MAX_JSON_DEPTH)
     pk = request.pk if isinstance(request, ApprovalRequest) else request
     if not 0 < pk <= MAX_ID:
         raise ApprovalRequestNotFound.of(id=pk)
     changed = backend().decide(
-        pk, decision == "approve", always, reason, agentstate_settings.APPROVAL_TTL, Actor.of(by)
+        pk,
+        decision == "approve",
+        always,
+        reason,
+        arguments,
+        agentstate_settings.APPROVAL_TTL,
+        Actor.of(by),
     )
     decided = changed.value
     decided.decided_by = runs.real_user(by)
@@ -143,3 +182,100 @@ def decide(
     events.announce([records_changed], Run, decided.run)
     events.announce([request_decided], ApprovalRequest, decided)
     return decided
+
+
+# Approval policies.
+
+
+def _policy_user(user: Any) -> int | str | None:
+    """A policy's user as the backend takes it: a user's id, a username as given
+    (looked up by the backend), or ``None`` for every user."""
+    if user is None or isinstance(user, str):
+        return user
+    if isinstance(user, get_user_model()) and user.pk is not None:
+        return int(user.pk)
+    raise BadInput("user must be a user, a username or None.", field="user")
+
+
+def _expiry(expires_at: Any) -> datetime | None:
+    if expires_at is None:
+        return None
+    if isinstance(expires_at, timedelta):
+        expires_at = timezone.now() + expires_at
+    if not isinstance(expires_at, datetime) or timezone.is_naive(expires_at):
+        raise BadInput(
+            "expires_at must be a time with its time zone, or a timedelta from now.",
+            field="expires_at",
+        )
+    if expires_at <= timezone.now():
+        raise BadInput("expires_at must be in the future.", field="expires_at")
+    return expires_at
+
+
+def create_policy(
+    tool_name: str,
+    decision: str,
+    *,
+    user: Any = None,
+    arguments: dict[str, Any] | None = None,
+    expires_at: datetime | timedelta | None = None,
+    reason: str = "",
+    by: Any = None,
+) -> ApprovalPolicy:
+    """A standing decision of later calls of ``tool_name``: ``decision`` (``"approve"``
+    or ``"reject"``) for the runs ``user`` created (a user or a username; ``None``:
+    every user's), for the calls whose arguments contain ``arguments`` (a JSON
+    object; ``None``: any), until ``expires_at`` (a time, or a ``timedelta`` from now;
+    ``None``: until revoked). ``by`` created it. Returns the policy, with
+    ``user_name`` and ``created_by_name``. An unknown username is ``UnknownOwner`` on
+    field ``user``.
+    """
+    check_key(tool_name, "tool_name")
+    if decision not in DECISIONS:
+        raise BadInput("decision must be 'approve' or 'reject'.", field="decision")
+    if arguments is not None and not isinstance(arguments, dict):
+        raise BadInput("arguments must be a JSON object or null.", field="arguments")
+    check_json(arguments, "arguments", agentstate_settings.MAX_JSON_DEPTH)
+    if isinstance(user, str):
+        check_key(user, "user")
+    changed = backend().create_policy(
+        tool_name,
+        decision == "approve",
+        _policy_user(user),
+        arguments,
+        _expiry(expires_at),
+        runs.check_reason(reason),
+        Actor.of(by),
+    )
+    events.announce(changed.events, ApprovalPolicy, changed.value)
+    return changed.value
+
+
+def revoke_policy(policy: ApprovalPolicy | int, *, by: Any = None) -> ApprovalPolicy:
+    """End a policy now: it decides no request filed after this returns, and every
+    request it decided was decided before its ``revoked_at``. ``PolicyNotFound``,
+    ``AlreadyRevoked``. Returns the policy, with ``user_name`` and ``created_by_name``."""
+    pk = policy.pk if isinstance(policy, ApprovalPolicy) else policy
+    if isinstance(pk, bool) or not isinstance(pk, int) or not 0 < pk <= MAX_ID:
+        raise PolicyNotFound.of(policy_id=pk)
+    changed = backend().revoke_policy(pk, Actor.of(by))
+    events.announce(changed.events, ApprovalPolicy, changed.value)
+    return changed.value
+
+
+def policies(
+    *, tool_name: str | None = None, user: Any = None, active: bool | None = None
+) -> QuerySet[ApprovalPolicy]:
+    """The policies, newest first, by ``tool_name``, by ``user`` (a user or a
+    username), and in force now (``active=True``: neither revoked nor expired, by
+    the database clock) or not (``False``)."""
+    rows = ApprovalPolicy.objects.all()
+    if tool_name is not None:
+        rows = rows.filter(tool_name=tool_name)
+    if isinstance(user, str):
+        rows = rows.filter(**{f"user__{get_user_model().USERNAME_FIELD}": user})
+    elif user is not None:
+        rows = rows.filter(user=user)
+    if active is not None:
+        rows = rows.filter(in_force()) if active else rows.exclude(in_force())
+    return rows

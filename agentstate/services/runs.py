@@ -187,13 +187,22 @@ def records(run: RunRef, *, reach: Reach | None = None) -> Records:
 
 
 def is_tool_approved(
-    run: RunRef, tool_name: str, call_id: str, *, reach: Reach | None = None
+    run: RunRef,
+    tool_name: str,
+    call_id: str,
+    arguments: Any = None,
+    *,
+    reach: Reach | None = None,
 ) -> bool | None:
     """``True``, ``False`` or ``None`` (pending) for one call of ``tool_name``, by the
-    SDK's precedence (``records.decide_from``)."""
+    SDK's precedence (``records.decide_from``); left pending by the records, by the
+    active approval policies that match the call (a reject policy over an approve
+    one). A policy with an arguments pattern applies only when ``arguments`` (the
+    call's) are given."""
     check_key(tool_name, "tool_name")
     check_key(call_id, "call_id")
-    return backend().is_tool_approved(run_id_of(run), tool_name, call_id, reach)
+    check_json(arguments, "arguments")
+    return backend().is_tool_approved(run_id_of(run), tool_name, call_id, arguments, reach)
 
 
 def check_reason(reason: Any) -> str:

@@ -44,6 +44,7 @@ from .errors import (
     PauseExpired,
     PauseNotFound,
     PermissionDenied,
+    PolicyNotFound,
     QuestionSuperseded,
     RunExists,
     RunNotFound,
@@ -225,6 +226,19 @@ class UserBudget(RunBudget):
     resets_at: str | None
 
 
+class ApprovalPolicy(TypedDict):
+    id: int
+    tool_name: str
+    decision: str
+    user: str | None
+    arguments: dict[str, Any] | None
+    expires_at: str | None
+    reason: str
+    created_by: str | None
+    created_at: str
+    revoked_at: str | None
+
+
 class ApprovalRequest(TypedDict):
     id: int
     run_id: str
@@ -235,6 +249,8 @@ class ApprovalRequest(TypedDict):
     decided_by: str | None
     decided_at: str | None
     reason: str
+    policy: int | None
+    approved_arguments: Any
     created_at: str
 
 
@@ -672,15 +688,75 @@ class AgentStateClient:
         *,
         always: bool = False,
         reason: str = "",
+        arguments: Any = None,
     ) -> ApprovalRequest:
-        """Approve or reject a pending request exactly once; never retried."""
+        """Approve or reject a pending request exactly once; never retried. ``arguments``,
+        approving only: what to run instead of the filed arguments."""
         return self._json(
             "POST",
             f"approval-requests/{int(request_id)}/decide/",
-            json={"decision": decision, "always": always, "reason": reason},
+            json={
+                "decision": decision,
+                "always": always,
+                "reason": reason,
+                **({} if arguments is None else {"arguments": arguments}),
+            },
             idempotent=False,
             not_found=ApprovalRequestNotFound,
             expired=ApprovalRequestExpired,
+        )
+
+    # Approval policies (agentstate.decide_approvalrequest).
+
+    def list_policies(
+        self,
+        *,
+        tool_name: str | None = None,
+        user: str | None = None,
+        active: bool | None = None,
+        page_size: int | None = None,
+    ) -> list[ApprovalPolicy]:
+        params = {
+            "tool_name": tool_name,
+            "user": user,
+            "active": None if active is None else ("true" if active else "false"),
+            "page_size": page_size,
+        }
+        return list(self._pages("approval-policies/", params))
+
+    def create_policy(
+        self,
+        tool_name: str,
+        decision: Literal["approve", "reject"],
+        *,
+        user: str | None = None,
+        arguments: dict[str, Any] | None = None,
+        expires_at: str | None = None,
+        reason: str = "",
+    ) -> ApprovalPolicy:
+        """A standing decision of later calls of ``tool_name`` in ``user``'s runs (a
+        username; ``None``: everyone's); ``expires_at`` ISO 8601. Never retried."""
+        return self._json(
+            "POST",
+            "approval-policies/",
+            json=_body(
+                tool_name=tool_name,
+                decision=decision,
+                user=user,
+                arguments=arguments,
+                expires_at=expires_at,
+                reason=reason,
+            ),
+            idempotent=False,
+        )
+
+    def revoke_policy(self, policy_id: int) -> ApprovalPolicy:
+        """Revoke a policy now; ``AlreadyRevoked`` if it was."""
+        return self._json(
+            "POST",
+            f"approval-policies/{int(policy_id)}/revoke/",
+            idempotent=False,
+            not_found=PolicyNotFound,
         )
 
 

@@ -121,3 +121,37 @@ def test_deciding_an_expired_request_is_refused(ac, remote, make_user):
     with pytest.raises(ApprovalRequestExpired) as caught:
         reviewer.decide(request["id"], "approve")
     assert (caught.value.status, caught.value.code) == (410, "expired")
+
+
+def test_policies_and_approving_with_edits(ac, remote, make_user):
+    from agentstate_client import AlreadyRevoked, PolicyNotFound
+
+    reviewer = remote(make_user("reviewer", "agentstate.decide_approvalrequest"))
+    with pytest.raises(PermissionDenied):
+        ac.list_policies()
+    policy = reviewer.create_policy(
+        "mail", "approve", user="alice", arguments={"to": "bob"}, reason="often"
+    )
+    assert (policy["user"], policy["created_by"], policy["revoked_at"]) == (
+        "alice",
+        "reviewer",
+        None,
+    )
+    ac.create_run("run-1")
+    request, created = ac.request_approval("run-1", "mail", "c1", {"to": "bob", "body": "x"})
+    assert created and (request["status"], request["policy"]) == ("approved", policy["id"])
+    assert [p["id"] for p in reviewer.list_policies(active=True, user="alice")] == [policy["id"]]
+    revoked = reviewer.revoke_policy(policy["id"])
+    assert revoked["revoked_at"] is not None and reviewer.list_policies(active=True) == []
+    with pytest.raises(AlreadyRevoked):
+        reviewer.revoke_policy(policy["id"])
+    with pytest.raises(PolicyNotFound):
+        reviewer.revoke_policy(policy["id"] + 100)
+    with pytest.raises(InvalidInput) as caught:
+        reviewer.create_policy("mail", "approve", user="nobody")
+    assert caught.value.field == "user"
+
+    pending, _ = ac.request_approval("run-1", "mail", "c2", {"to": "bob"})
+    assert pending["status"] == "pending"
+    decided = reviewer.decide(pending["id"], "approve", arguments={"to": "carol"})
+    assert (decided["arguments"], decided["approved_arguments"]) == ({"to": "bob"}, {"to": "carol"})

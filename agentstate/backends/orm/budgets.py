@@ -143,7 +143,7 @@ class BudgetOperations(Operations):
         events.save(self.alias, [event])
         return Changed(_run_state(run, budget), [event])
 
-    def _user_id(self, username: str) -> int:
+    def _budget_user_id(self, username: str) -> int:
         User = get_user_model()
         found = (
             User._default_manager.using(self.alias)
@@ -159,7 +159,7 @@ class BudgetOperations(Operations):
         return self.atomic(self._user_budget, username)
 
     def _user_budget(self, username: str) -> BudgetState:
-        user_id = self._user_id(username)
+        user_id = self._budget_user_id(username)
         budget = with_period_bounds(self.rows(Budget).filter(user_id=user_id)).first()
         if budget is not None:
             roll_over(budget)  # as read; written by the next add or change
@@ -173,7 +173,7 @@ class BudgetOperations(Operations):
     def _set_user_budget(
         self, username: str, caps: dict[str, int | None], period: str | None, by: Actor
     ) -> Changed[BudgetState]:
-        user_id = self._user_id(username)
+        user_id = self._budget_user_id(username)
         locked = with_period_bounds(self.rows(Budget).select_for_update().filter(user_id=user_id))
         budget = locked.first()
         created = budget is None

@@ -25,6 +25,7 @@ from agentstate.exceptions import (
     UsageOverflow,
 )
 from agentstate.models import ApprovalCall, ApprovalRecord, ApprovalRequest, Budget, Event, Run
+from agentstate.policies import POLICY_ACTOR, decided_reason, json_equal
 from agentstate.records import (
     APPROVE,
     DECIDED_BY_RECORDS,
@@ -36,14 +37,14 @@ from agentstate.records import (
 )
 
 from .budgets import COUNTERS, refuse_past_caps, roll_over, with_period_bounds
-from .operations import Operations
+from .policies import PolicyOperations
 
 # The largest total a usage column holds (a 64-bit integer).
 MAX_TOTAL = 2**63 - 1
 Status = ApprovalRequest.Status
 
 
-class RunOperations(Operations):
+class RunOperations(PolicyOperations):
     def _run(self, run_id: str, reach: Reach | None, *, lock: bool = False) -> Run:
         runs = self.rows(Run).filter(run_id=run_id)
         if reach is not None:
@@ -142,15 +143,19 @@ class RunOperations(Operations):
         return self.atomic(lambda: self._records(self._run(run_id, reach)))
 
     def is_tool_approved(
-        self, run_id: str, tool_name: str, call_id: str, reach: Reach | None
+        self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
     ) -> bool | None:
-        return self.atomic(self._is_tool_approved, run_id, tool_name, call_id, reach)
+        return self.atomic(self._is_tool_approved, run_id, tool_name, call_id, arguments, reach)
 
     def _is_tool_approved(
-        self, run_id: str, tool_name: str, call_id: str, reach: Reach | None
+        self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
     ) -> bool | None:
         run = self._run(run_id, reach)
-        return decide_from(self._records(run, tool_name).get(tool_name), call_id)
+        decided = decide_from(self._records(run, tool_name).get(tool_name), call_id)
+        if decided is not None:
+            return decided
+        policy = self._deciding_policy(run, tool_name, arguments, lock=False)
+        return None if policy is None else policy.decision == APPROVE
 
     def record_decision(
         self,
@@ -321,11 +326,20 @@ class RunOperations(Operations):
         )
         record = self._records(run, tool_name).get(tool_name)
         decided = decide_from(record, call_id)
+        policy = None
         if decided is not None:
             request.status = Status.APPROVED if decided else Status.REJECTED
             request.always = decided_always(cast(Mapping[str, bool | list[str]], record))
             request.decided_at = Now()
             request.reason = DECIDED_BY_RECORDS
+        else:
+            policy = self._deciding_policy(run, tool_name, arguments, lock=True)
+        if policy is not None:
+            decided = policy.decision == APPROVE
+            request.status = Status.APPROVED if decided else Status.REJECTED
+            request.decided_at = Now()
+            request.reason = decided_reason(policy.pk, policy.reason)
+            request.policy = policy
         request.save(using=self.alias)
         request = requests.get(pk=request.pk)  # the database's times and current status
         request.run = run
@@ -340,10 +354,25 @@ class RunOperations(Operations):
                 "tool_name": tool_name,
                 "call_id": call_id,
                 "status": request.status,
+                "policy": request.policy_id,
             },
         )
-        events.save(self.alias, [event])
-        return Changed((request, True), [event])
+        saved = [event]
+        if policy is not None:
+            # The run's record of the call, as a decision writes it: no decider.
+            saved.append(
+                self._write_decision(
+                    run,
+                    tool_name,
+                    call_id,
+                    bool(decided),
+                    False,
+                    request.reason,
+                    Actor(None, POLICY_ACTOR % policy.pk),
+                )
+            )
+        events.save(self.alias, saved)
+        return Changed((request, True), saved)
 
     def decide(
         self,
@@ -351,10 +380,13 @@ class RunOperations(Operations):
         approve: bool,
         always: bool,
         reason: str,
+        arguments: Any,
         approval_ttl: timedelta,
         by: Actor,
     ) -> Changed[ApprovalRequest]:
-        return self.atomic(self._decide, request_id, approve, always, reason, approval_ttl, by)
+        return self.atomic(
+            self._decide, request_id, approve, always, reason, arguments, approval_ttl, by
+        )
 
     def _decide(
         self,
@@ -362,6 +394,7 @@ class RunOperations(Operations):
         approve: bool,
         always: bool,
         reason: str,
+        arguments: Any,
         approval_ttl: timedelta,
         by: Actor,
     ) -> Changed[ApprovalRequest]:
@@ -390,9 +423,18 @@ class RunOperations(Operations):
         locked.status = Status.APPROVED if approve else Status.REJECTED
         locked.always, locked.decided_by_id, locked.reason = always, by.user_id, reason
         locked.decided_at = Now()
+        edited = arguments is not None and not json_equal(arguments, locked.arguments)
+        locked.approved_arguments = arguments if edited else None
         locked.save(
             using=self.alias,
-            update_fields=["status", "always", "decided_by", "reason", "decided_at"],
+            update_fields=[
+                "status",
+                "always",
+                "decided_by",
+                "reason",
+                "decided_at",
+                "approved_arguments",
+            ],
         )
         locked.refresh_from_db(using=self.alias, fields=["decided_at"])
         locked.current_status = str(locked.status)  # type: ignore[attr-defined]
@@ -410,6 +452,11 @@ class RunOperations(Operations):
                 "decision": APPROVE if approve else REJECT,
                 "always": always,
                 "reason": reason,
+                **(
+                    {"arguments": locked.arguments, "approved_arguments": arguments}
+                    if edited
+                    else {}
+                ),
             },
         )
         events.save(self.alias, [changed, decided])

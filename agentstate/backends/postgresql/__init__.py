@@ -29,6 +29,7 @@ from agentstate.exceptions import refusal
 from .budgets import BudgetOperations
 from .context import ContextOperations
 from .pauses import PauseOperations
+from .policies import PolicyOperations
 from .runs import RunOperations
 from .sweep import SweepOperations
 
@@ -44,21 +45,25 @@ def install(schema_editor: Any) -> None:
     uninstall(schema_editor)
     # A SQL function's body may name tables that a later migration makes.
     schema_editor.execute("SET LOCAL check_function_bodies = off", params=None)
-    schema_editor.execute(_user_id_function(schema_editor.quote_name), params=None)
+    for function in _user_functions(schema_editor.quote_name):
+        schema_editor.execute(function, params=None)
     for path in sorted(SQL_DIR.glob("*.sql")):
         schema_editor.execute(path.read_text(), params=None)
 
 
-def _user_id_function(quote: Any) -> str:
+def _user_functions(quote: Any) -> list[str]:
     """``agentstate_user_id(username)``: the site's user model's id for a username, or
-    NULL (the one function whose SQL depends on the site: ``AUTH_USER_MODEL``)."""
+    NULL; ``agentstate_username(id)``: the other way round (the functions whose SQL
+    depends on the site: ``AUTH_USER_MODEL``)."""
     meta = get_user_model()._meta
-    username = cast(Field, meta.get_field(get_user_model().USERNAME_FIELD)).column
-    return (
+    username = quote(cast(Field, meta.get_field(get_user_model().USERNAME_FIELD)).column)
+    pk, table = quote(meta.pk.column), quote(meta.db_table)
+    return [
         "CREATE FUNCTION agentstate_user_id(p_username text) RETURNS bigint"
-        f" LANGUAGE sql STABLE AS $$ SELECT {quote(meta.pk.column)} FROM {quote(meta.db_table)}"
-        f" WHERE {quote(username)} = p_username $$"
-    )
+        f" LANGUAGE sql STABLE AS $$ SELECT {pk} FROM {table} WHERE {username} = p_username $$",
+        "CREATE FUNCTION agentstate_username(p_id bigint) RETURNS text"
+        f" LANGUAGE sql STABLE AS $$ SELECT {username}::text FROM {table} WHERE {pk} = p_id $$",
+    ]
 
 
 def uninstall(schema_editor: Any) -> None:
@@ -75,7 +80,13 @@ def uninstall(schema_editor: Any) -> None:
 
 
 class PostgreSQLBackend(
-    ContextOperations, PauseOperations, RunOperations, BudgetOperations, SweepOperations, Backend
+    ContextOperations,
+    PauseOperations,
+    PolicyOperations,
+    RunOperations,
+    BudgetOperations,
+    SweepOperations,
+    Backend,
 ):
     """Every operation of ``Backend`` as one call of its function."""
 

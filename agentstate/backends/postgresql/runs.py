@@ -8,6 +8,7 @@ from agentstate.backends.base import Actor, Changed, Reach, Records
 from agentstate.db import Json, from_json
 from agentstate.events import from_json as events_from_json
 from agentstate.models import ApprovalRequest, Run
+from agentstate.policies import DECIDED_BY_POLICY, POLICY_ACTOR
 from agentstate.records import DECIDED_BY_RECORDS
 
 
@@ -51,9 +52,16 @@ class RunOperations:
         return dict(self.call("records", run_id, _creator(reach)))
 
     def is_tool_approved(
-        self, run_id: str, tool_name: str, call_id: str, reach: Reach | None
+        self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
     ) -> bool | None:
-        result = self.call("is_tool_approved", run_id, tool_name, call_id, _creator(reach))
+        result = self.call(
+            "is_tool_approved",
+            run_id,
+            tool_name,
+            call_id,
+            None if arguments is None else Json(arguments),
+            _creator(reach),
+        )
         return cast(bool | None, result["approved"])
 
     def record_decision(
@@ -106,6 +114,8 @@ class RunOperations:
             call_id,
             None if arguments is None else Json(arguments),
             DECIDED_BY_RECORDS,
+            DECIDED_BY_POLICY,
+            POLICY_ACTOR,
             approval_ttl,
             _creator(reach),
             by.user_id,
@@ -122,10 +132,19 @@ class RunOperations:
         approve: bool,
         always: bool,
         reason: str,
+        arguments: Any,
         approval_ttl: timedelta,
         by: Actor,
     ) -> Changed[ApprovalRequest]:
         result = self.call(
-            "decide", request_id, approve, always, reason, approval_ttl, by.user_id, by.name
+            "decide",
+            request_id,
+            approve,
+            always,
+            reason,
+            None if arguments is None else Json(arguments),
+            approval_ttl,
+            by.user_id,
+            by.name,
         )
         return Changed(self._request(result), events_from_json(result["events"], self.alias))

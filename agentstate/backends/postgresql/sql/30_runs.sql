@@ -228,12 +228,14 @@ LANGUAGE sql STABLE AS $$
     SELECT agentstate_records_of((agentstate_reached_run(p_run_id, p_reach)).id)
 $$;
 
+-- The records first; left undecided, the active policies (35_policies.sql).
 CREATE FUNCTION agentstate_is_tool_approved(
-    p_run_id text, p_tool text, p_call text, p_reach bigint
+    p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_reach bigint
 ) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
-    SELECT jsonb_build_object('approved', agentstate_decision(
-        (agentstate_reached_run(p_run_id, p_reach)).id, p_tool, p_call))
+    SELECT jsonb_build_object('approved', coalesce(agentstate_decision(rn.id, p_tool, p_call),
+                                                   agentstate_policy_decision(rn, p_tool, p_arguments)))
+    FROM agentstate_reached_run(p_run_id, p_reach) AS rn
 $$;
 
 -- Write a decision into the tool's record (the caller holds the run's row
@@ -337,18 +339,26 @@ $$;
 
 -- The run's request for p_call, filed now unless one exists (answered as it
 -- is, no event); filed already decided when the run's records decide the
--- call (p_decided_reason, no decider).
+-- call (p_decided_reason, no decider) or, left undecided by them, when an
+-- active policy does (its row locked FOR SHARE by agentstate_deciding_policy;
+-- its reason or p_policy_reason naming it; the run's record of the call
+-- written as a decision would, by p_policy_actor naming it).
 CREATE FUNCTION agentstate_request_approval(
     p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_decided_reason text,
-    p_ttl interval, p_reach bigint, p_user bigint, p_actor text
+    p_policy_reason text, p_policy_actor text, p_ttl interval, p_reach bigint, p_user bigint,
+    p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     req agentstate_approvalrequest;
+    pol_id bigint;
+    pol_approve boolean;
+    pol_reason text;
     decided boolean;
     permanent boolean;
     requested jsonb;
+    changed jsonb;
 BEGIN
     SELECT * INTO req FROM agentstate_approvalrequest WHERE run_id = rn.id AND call_id = p_call;
     IF FOUND THEN
@@ -360,31 +370,47 @@ BEGIN
     decided := agentstate_decision(rn.id, p_tool, p_call);
     SELECT r.approved_always IS TRUE OR r.rejected_always IS TRUE INTO permanent
     FROM agentstate_approvalrecord r WHERE r.run_id = rn.id AND r.tool_name = p_tool;
+    IF decided IS NULL THEN
+        SELECT d.policy_id, d.approve, d.reason INTO pol_id, pol_approve, pol_reason
+        FROM agentstate_deciding_policy(rn, p_tool, p_arguments) AS d;
+        decided := pol_approve;
+    END IF;
     INSERT INTO agentstate_approvalrequest
         (run_id, tool_name, call_id, arguments, status, always, created_by_id, decided_at,
-         reason, created_at)
+         reason, policy_id, created_at)
     VALUES (rn.id, p_tool, p_call, p_arguments,
             CASE decided WHEN true THEN 'approved' WHEN false THEN 'rejected' ELSE 'pending' END,
-            decided IS NOT NULL AND permanent, p_user,
+            decided IS NOT NULL AND pol_id IS NULL AND coalesce(permanent, false), p_user,
             CASE WHEN decided IS NOT NULL THEN statement_timestamp() END,
-            CASE WHEN decided IS NOT NULL THEN p_decided_reason ELSE '' END,
-            statement_timestamp())
+            CASE WHEN pol_id IS NOT NULL THEN coalesce(nullif(pol_reason, ''),
+                                                       format(p_policy_reason, pol_id))
+                 WHEN decided IS NOT NULL THEN p_decided_reason ELSE '' END,
+            pol_id, statement_timestamp())
     RETURNING * INTO req;
     requested := agentstate_record('approval.requested', 'approvalrequest', req.id::text, p_user,
         p_actor, req.created_by_id, '', jsonb_build_object(
-            'run_id', rn.run_id, 'tool_name', p_tool, 'call_id', p_call, 'status', req.status));
+            'run_id', rn.run_id, 'tool_name', p_tool, 'call_id', p_call, 'status', req.status,
+            'policy', req.policy_id));
+    IF pol_id IS NOT NULL THEN
+        changed := agentstate_write_decision(rn, p_tool, p_call, decided, false, req.reason,
+            NULL, format(p_policy_actor, pol_id));
+    END IF;
     RETURN jsonb_build_object(
         'request', to_jsonb(req) || jsonb_build_object('current_status',
             agentstate_current_status(req.status, req.created_at, p_ttl)),
-        'run', to_jsonb(rn), 'created', true, 'events', jsonb_build_array(requested));
+        'run', to_jsonb(rn), 'created', true,
+        'events', CASE WHEN changed IS NULL THEN jsonb_build_array(requested)
+                       ELSE jsonb_build_array(requested, changed) END);
 END $$;
 
 -- Decide a pending request exactly once: the run's row locked first, then
 -- the request's, whose status is then read as it is (a racing decision
 -- committed meanwhile is seen: AlreadyDecided).
+-- p_arguments (NULL: none) is what the reviewer approved instead of the filed
+-- arguments, kept as approved_arguments unless it equals them.
 CREATE FUNCTION agentstate_decide(
-    p_id bigint, p_approve boolean, p_always boolean, p_reason text, p_ttl interval,
-    p_user bigint, p_actor text
+    p_id bigint, p_approve boolean, p_always boolean, p_reason text, p_arguments jsonb,
+    p_ttl interval, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -392,6 +418,7 @@ DECLARE
     req agentstate_approvalrequest;
     changed jsonb;
     decided jsonb;
+    edited jsonb;
 BEGIN
     SELECT r.* INTO rn FROM agentstate_run r
     WHERE r.id = (SELECT q.run_id FROM agentstate_approvalrequest q WHERE q.id = p_id) FOR UPDATE;
@@ -408,16 +435,22 @@ BEGIN
     END IF;
     changed := agentstate_write_decision(
         rn, req.tool_name, req.call_id, p_approve, p_always, p_reason, p_user, p_actor);
+    IF p_arguments IS DISTINCT FROM req.arguments THEN
+        edited := p_arguments;
+    END IF;
     UPDATE agentstate_approvalrequest
     SET status = CASE WHEN p_approve THEN 'approved' ELSE 'rejected' END, always = p_always,
-        decided_by_id = p_user, reason = p_reason, decided_at = statement_timestamp()
+        decided_by_id = p_user, reason = p_reason, decided_at = statement_timestamp(),
+        approved_arguments = edited
     WHERE id = req.id
     RETURNING * INTO req;
     decided := agentstate_record('approval.decided', 'approvalrequest', req.id::text, p_user,
         p_actor, req.created_by_id, '', jsonb_build_object(
             'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id,
             'decision', CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
-            'always', p_always, 'reason', p_reason));
+            'always', p_always, 'reason', p_reason)
+        || CASE WHEN edited IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
+            'arguments', req.arguments, 'approved_arguments', edited) END);
     RETURN jsonb_build_object(
         'request', to_jsonb(req) || jsonb_build_object('current_status', req.status),
         'run', to_jsonb(rn), 'events', jsonb_build_array(changed, decided));

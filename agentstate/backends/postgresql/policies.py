@@ -1,0 +1,48 @@
+"""Approval policies on PostgreSQL: ``sql/35_policies.sql``."""
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from agentstate.backends.base import Actor, Changed, Owner
+from agentstate.db import Json, from_json
+from agentstate.events import from_json as events_from_json
+from agentstate.models import ApprovalPolicy
+
+
+class PolicyOperations:
+    alias: str
+    call: Callable[..., dict[str, Any]]
+
+    def _policy(self, result: dict[str, Any]) -> Changed[ApprovalPolicy]:
+        policy = from_json(ApprovalPolicy, result["policy"], self.alias)
+        return Changed(policy, events_from_json(result["events"], self.alias))
+
+    def create_policy(
+        self,
+        tool_name: str,
+        approve: bool,
+        user: Owner,
+        arguments: dict[str, Any] | None,
+        expires_at: datetime | None,
+        reason: str,
+        by: Actor,
+    ) -> Changed[ApprovalPolicy]:
+        user_id, username = (None, user) if isinstance(user, str) else (user, None)
+        return self._policy(
+            self.call(
+                "create_policy",
+                tool_name,
+                approve,
+                user_id,
+                username,
+                None if arguments is None else Json(arguments),
+                expires_at,
+                reason,
+                by.user_id,
+                by.name,
+            )
+        )
+
+    def revoke_policy(self, policy_id: int, by: Actor) -> Changed[ApprovalPolicy]:
+        return self._policy(self.call("revoke_policy", policy_id, by.user_id, by.name))
