@@ -13,9 +13,19 @@ from django.utils.module_loading import import_string
 
 from agentstate.conf import agentstate_settings
 
-from .base import Actor, Backend, Changed, Reach, Records
+from .base import Actor, Backend, Blob, Changed, Reach, Records, StoredCheckpoint, Write
 
-__all__ = ["Actor", "Backend", "Changed", "Reach", "Records", "backend"]
+__all__ = [
+    "Actor",
+    "Backend",
+    "Blob",
+    "Changed",
+    "Reach",
+    "Records",
+    "StoredCheckpoint",
+    "Write",
+    "backend",
+]
 
 BY_VENDOR = {"postgresql": "agentstate.backends.postgresql.PostgreSQLBackend"}
 PORTABLE = "agentstate.backends.orm.ORMBackend"

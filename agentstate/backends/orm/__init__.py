@@ -10,11 +10,19 @@ serialize writers instead. Creation races are settled by upserts
 
 from agentstate.backends.base import Backend
 
+from .checkpoints import CheckpointOperations
 from .context import ContextOperations
 from .pauses import PauseOperations
 from .runs import RunOperations
 from .sweep import SweepOperations
 
 
-class ORMBackend(ContextOperations, PauseOperations, RunOperations, SweepOperations, Backend):
+class ORMBackend(
+    ContextOperations,
+    PauseOperations,
+    RunOperations,
+    CheckpointOperations,
+    SweepOperations,
+    Backend,
+):
     """Every operation of ``Backend`` as one ORM transaction (``Operations.atomic``)."""

@@ -23,6 +23,7 @@ from django.db import DatabaseError
 from django.db.models import Field
 
 from agentstate.backends.base import Backend
+from agentstate.backends.orm.checkpoints import CheckpointOperations as ORMCheckpointOperations
 from agentstate.db import call
 from agentstate.exceptions import refusal
 
@@ -74,7 +75,12 @@ def uninstall(schema_editor: Any) -> None:
 
 
 class PostgreSQLBackend(
-    ContextOperations, PauseOperations, RunOperations, SweepOperations, Backend
+    ContextOperations,
+    PauseOperations,
+    RunOperations,
+    SweepOperations,
+    ORMCheckpointOperations,
+    Backend,
 ):
     """Every operation of ``Backend`` as one call of its function."""
 

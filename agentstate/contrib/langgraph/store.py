@@ -1,0 +1,7 @@
+"""placeholder"""
+
+from langgraph.store.base import BaseStore
+
+
+class AgentStateStore(BaseStore):
+    pass
