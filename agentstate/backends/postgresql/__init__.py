@@ -23,10 +23,10 @@ from django.db import DatabaseError
 from django.db.models import Field
 
 from agentstate.backends.base import Backend
-from agentstate.backends.orm.checkpoints import CheckpointOperations as ORMCheckpointOperations
-from agentstate.db import call
+from agentstate.db import call, call_row
 from agentstate.exceptions import refusal
 
+from .checkpoints import CheckpointOperations
 from .context import ContextOperations
 from .pauses import PauseOperations
 from .runs import RunOperations
@@ -79,7 +79,7 @@ class PostgreSQLBackend(
     PauseOperations,
     RunOperations,
     SweepOperations,
-    ORMCheckpointOperations,
+    CheckpointOperations,
     Backend,
 ):
     """Every operation of ``Backend`` as one call of its function."""
@@ -96,3 +96,7 @@ class PostgreSQLBackend(
             raise refusal(
                 diagnostic.message_primary, json.loads(diagnostic.message_detail)
             ) from None
+
+    def call_row(self, function: str, *args: Any) -> tuple[Any, ...] | None:
+        """The first row a set-returning function answers (``None``: none)."""
+        return call_row(self.alias, PREFIX + function, *args)
