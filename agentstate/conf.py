@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_ALLOW_PRIVATE": False,
     # Events (and their deliveries' attempts) older than this are deleted by the sweep.
     "EVENT_RETENTION": timedelta(days=90),
+    # LangGraph threads (``AgentStateSaver``) not written for longer than this are
+    # deleted by the sweep, with their checkpoints; ``None``: kept.
+    "THREAD_TTL": None,
     # The storage backend class for every database (a dotted path); ``None``:
     # PostgreSQL's own on PostgreSQL, the portable ORM backend elsewhere.
     "BACKEND": None,
@@ -52,6 +55,8 @@ DURATIONS = (
     "WEBHOOK_TIMEOUT",
     "EVENT_RETENTION",
 )
+# Durations that may also be ``None`` (never).
+OPTIONAL_DURATIONS = ("THREAD_TTL",)
 POSITIVE_INTS = (
     "SWEEP_BATCH_SIZE",
     "MAX_BODY_BYTES",
@@ -80,6 +85,7 @@ class AgentStateSettings:
     WEBHOOK_TIMEOUT: timedelta
     WEBHOOK_ALLOW_PRIVATE: bool
     EVENT_RETENTION: timedelta
+    THREAD_TTL: timedelta | None
     BACKEND: str | None
 
     def __init__(self) -> None:
@@ -95,7 +101,7 @@ class AgentStateSettings:
         if name not in DEFAULTS:
             raise AttributeError(f"Invalid agentstate setting: {name!r}")
         value = self.user_settings.get(name, DEFAULTS[name])
-        if name in DURATIONS and isinstance(value, int | float):
+        if name in DURATIONS + OPTIONAL_DURATIONS and isinstance(value, int | float):
             value = timedelta(seconds=value)
         self._cached.add(name)
         setattr(self, name, value)
@@ -108,6 +114,12 @@ class AgentStateSettings:
             value = getattr(self, name)
             if not isinstance(value, timedelta) or value <= timedelta(0):
                 problems.append(f"{name} must be a positive duration (timedelta or seconds)")
+        for name in OPTIONAL_DURATIONS:
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, timedelta) or value <= timedelta(0)):
+                problems.append(
+                    f"{name} must be a positive duration (timedelta or seconds), or None"
+                )
         backend: object = self.BACKEND  # as configured, before it is known to be valid
         if backend is not None and not isinstance(backend, str):
             problems.append("BACKEND must be a dotted path to a backend class, or None")
