@@ -108,7 +108,11 @@ def test_the_hot_path_is_one_round_trip_each_on_postgresql():
         saver.put_writes(stored, [("a", 2), ("b", 3)], "task")
     with CaptureQueriesContext(connection) as read:
         found = saver.get_tuple(config())
-    assert (len(put), len(writes), len(read)) == (1, 1, 1)
+
+    def calls(captured):  # inside the test's transaction each call is in a savepoint
+        return [q for q in captured if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
+
+    assert (len(calls(put)), len(calls(writes)), len(calls(read))) == (1, 1, 1)
     assert found.checkpoint["channel_values"] == {"a": 1}
     assert [w[1:] for w in found.pending_writes] == [("a", 2), ("b", 3)]
 
