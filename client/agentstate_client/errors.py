@@ -126,6 +126,10 @@ class AlreadyDecided(Conflict):
     code = "already_decided"
 
 
+class HistoryForked(Conflict):
+    code = "history_forked"
+
+
 class Expired(APIError):
     status = 410
     code = "expired"
