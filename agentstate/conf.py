@@ -40,6 +40,9 @@ DEFAULTS: dict[str, Any] = {
     "EVENT_RETENTION": timedelta(days=90),
     # Whether the admin's page of a user shows (and edits) the user's budget.
     "USER_BUDGET_INLINE": True,
+    # LangGraph threads (``AgentStateSaver``) not written for longer than this are
+    # deleted by the sweep, with their checkpoints; ``None``: kept.
+    "THREAD_TTL": None,
     # The storage backend class for every database (a dotted path); ``None``:
     # PostgreSQL's own on PostgreSQL, the portable ORM backend elsewhere.
     "BACKEND": None,
@@ -54,6 +57,8 @@ DURATIONS = (
     "WEBHOOK_TIMEOUT",
     "EVENT_RETENTION",
 )
+# Durations that may also be ``None`` (never).
+OPTIONAL_DURATIONS = ("THREAD_TTL",)
 POSITIVE_INTS = (
     "SWEEP_BATCH_SIZE",
     "MAX_BODY_BYTES",
@@ -83,6 +88,7 @@ class AgentStateSettings:
     WEBHOOK_ALLOW_PRIVATE: bool
     EVENT_RETENTION: timedelta
     USER_BUDGET_INLINE: bool
+    THREAD_TTL: timedelta | None
     BACKEND: str | None
 
     def __init__(self) -> None:
@@ -98,7 +104,7 @@ class AgentStateSettings:
         if name not in DEFAULTS:
             raise AttributeError(f"Invalid agentstate setting: {name!r}")
         value = self.user_settings.get(name, DEFAULTS[name])
-        if name in DURATIONS and isinstance(value, int | float):
+        if name in DURATIONS + OPTIONAL_DURATIONS and isinstance(value, int | float):
             value = timedelta(seconds=value)
         self._cached.add(name)
         setattr(self, name, value)
@@ -111,6 +117,12 @@ class AgentStateSettings:
             value = getattr(self, name)
             if not isinstance(value, timedelta) or value <= timedelta(0):
                 problems.append(f"{name} must be a positive duration (timedelta or seconds)")
+        for name in OPTIONAL_DURATIONS:
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, timedelta) or value <= timedelta(0)):
+                problems.append(
+                    f"{name} must be a positive duration (timedelta or seconds), or None"
+                )
         backend: object = self.BACKEND  # as configured, before it is known to be valid
         if backend is not None and not isinstance(backend, str):
             problems.append("BACKEND must be a dotted path to a backend class, or None")

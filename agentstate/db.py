@@ -58,9 +58,21 @@ class Json:
         self.value = value
 
 
+class Array:
+    """A parameter that the database takes as an array of ``type`` (``bytea``, say)."""
+
+    __slots__ = ("type", "values")
+
+    def __init__(self, values: list[Any], type: str) -> None:
+        self.values = values
+        self.type = type
+
+
 def _placeholder(arg: Any) -> str:
     if isinstance(arg, Json):
         return "%s::jsonb"
+    if isinstance(arg, Array):
+        return f"%s::{arg.type}[]"
     if isinstance(arg, list):
         return "%s::text[]"
     return "%s"
@@ -75,12 +87,35 @@ def call(alias: str, function: str, *args: Any) -> Any:
     (``is_retryable``); inside a caller's transaction, a savepoint of it, so
     that an error leaves the caller's transaction usable.
     """
-    placeholders = ", ".join(_placeholder(a) for a in args)
-    params = [
-        json.dumps(a.value, allow_nan=False, ensure_ascii=False) if isinstance(a, Json) else a
+    row = _run(alias, f"SELECT {function}({_placeholders(args)})", _params(args))
+    assert row is not None
+    (result,) = row
+    return json.loads(result) if isinstance(result, str | bytes) else result
+
+
+def call_row(alias: str, function: str, *args: Any) -> tuple[Any, ...] | None:
+    """The first row of a set-returning database function (``None``: no row), its
+    columns as the driver decodes them; the arguments and the transaction as
+    ``call``'s."""
+    return _run(alias, f"SELECT * FROM {function}({_placeholders(args)})", _params(args))
+
+
+def _placeholders(args: tuple[Any, ...]) -> str:
+    return ", ".join(_placeholder(a) for a in args)
+
+
+def _params(args: tuple[Any, ...]) -> list[Any]:
+    return [
+        json.dumps(a.value, allow_nan=False, ensure_ascii=False)
+        if isinstance(a, Json)
+        else a.values
+        if isinstance(a, Array)
+        else a
         for a in args
     ]
-    sql = f"SELECT {function}({placeholders})"
+
+
+def _run(alias: str, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
     connection = connections[alias]
     if connection.in_atomic_block:
         with transaction.atomic(using=alias):
@@ -94,11 +129,11 @@ def call(alias: str, function: str, *args: Any) -> Any:
     raise AssertionError("unreachable")
 
 
-def _fetch(connection: Any, sql: str, params: list[Any]) -> Any:
+def _fetch(connection: Any, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        (result,) = cursor.fetchone()
-    return json.loads(result) if isinstance(result, str | bytes) else result
+        row: tuple[Any, ...] | None = cursor.fetchone()
+    return row
 
 
 def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:

@@ -234,6 +234,18 @@ class BudgetExceeded(Conflict):
         return {"budget": self.budget, "counter": self.counter}
 
 
+class HistoryForked(Conflict):
+    """A LangGraph checkpoint put on a parent that already has a child (another
+    writer of the thread went on from it first); nothing was written."""
+
+    code = "history_forked"
+    default_detail = "The thread's history already goes on from this checkpoint."
+    template = (
+        "Thread {thread_id!r} (namespace {checkpoint_ns!r}) already goes on from"
+        " checkpoint {parent!r}: another writer put {head!r} first."
+    )
+
+
 class Expired(AgentStateError):
     status = 410
     code = "expired"

@@ -73,6 +73,7 @@ def test_sweep_is_idempotent():
         "expired_approval_requests": 0,
         "purged_pauses": 0,
         "purged_events": 0,
+        "purged_threads": 0,
     }
     assert Event.objects.filter(kind="pause.expired").count() == 1
 
@@ -149,6 +150,7 @@ def test_the_task_runs_the_sweep_and_returns_its_counts():
         "expired_approval_requests": 0,
         "purged_pauses": 0,
         "purged_events": 0,
+        "purged_threads": 0,
     }
     assert expire_pauses.name == "agentstate.tasks.expire_pauses"
 

@@ -4,6 +4,7 @@ from agentstate.admin import (
     budgets,  # noqa: F401
     context,  # noqa: F401
     events,  # noqa: F401
+    langgraph,  # noqa: F401
     pauses,  # noqa: F401
     policies,  # noqa: F401
     runs,  # noqa: F401

@@ -13,9 +13,30 @@ from django.utils.module_loading import import_string
 
 from agentstate.conf import agentstate_settings
 
-from .base import Actor, Backend, BudgetState, Changed, Reach, Records
+from .base import (
+    Actor,
+    Backend,
+    Blob,
+    BudgetState,
+    Changed,
+    Reach,
+    Records,
+    StoredCheckpoint,
+    Write,
+)
 
-__all__ = ["Actor", "Backend", "BudgetState", "Changed", "Reach", "Records", "backend"]
+__all__ = [
+    "Actor",
+    "Backend",
+    "Blob",
+    "BudgetState",
+    "Changed",
+    "Reach",
+    "Records",
+    "StoredCheckpoint",
+    "Write",
+    "backend",
+]
 
 BY_VENDOR = {"postgresql": "agentstate.backends.postgresql.PostgreSQLBackend"}
 PORTABLE = "agentstate.backends.orm.ORMBackend"

@@ -67,6 +67,30 @@ class Actor:
 SWEEPER = Actor(name="sweeper")
 
 
+# A channel's value put with a checkpoint: (channel, version, serde type, bytes);
+# type "empty" with no bytes: the channel was emptied.
+Blob = tuple[str, str, str, bytes | None]
+# A pending write: (idx, channel, serde type, bytes).
+Write = tuple[int, str, str, bytes]
+
+
+@dataclass(frozen=True)
+class StoredCheckpoint:
+    """A LangGraph checkpoint as a backend reads it back: the checkpoint (JSON,
+    without channel values), its metadata, the values of its channel versions
+    (``(channel, type, bytes)``, empty ones left out) and its pending writes
+    (``(task_id, channel, type, bytes, task_path, idx)``)."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: dict[str, Any]
+    metadata: dict[str, Any]
+    blobs: list[tuple[str, str, bytes]]
+    writes: list[tuple[str, str, str, bytes, str, int]]
+
+
 @dataclass(frozen=True)
 class Changed(Generic[T]):
     """An operation's result and the events it appended (in its transaction)."""
@@ -376,6 +400,80 @@ class Backend(abc.ABC):
         ``PolicyNotFound``, ``AlreadyRevoked``. Event ``policy.revoked``. Value: the
         policy, with ``user_name`` and ``created_by_name``."""
 
+    # LangGraph checkpoints (docs: langgraph): a thread's row is upserted by every
+    # put, its ``updated_at`` set to now; ``checkpoint_ns`` names the (sub)graph.
+
+    @abc.abstractmethod
+    def put_checkpoint(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        parent_id: str | None,
+        checkpoint: dict[str, Any],
+        metadata: dict[str, Any],
+        blobs: list[Blob],
+        refuse_fork: bool,
+    ) -> bool:
+        """Store a checkpoint and its new channel values (a value already stored
+        at its version is kept); the thread's puts queue on its row. Putting one
+        already stored replaces its checkpoint and metadata. A fork (``parent_id``
+        already has another child, or a second root of the namespace) is stored
+        as ``forked``, or with ``refuse_fork`` refused as ``HistoryForked``,
+        nothing written. Returns whether it forked."""
+
+    @abc.abstractmethod
+    def put_checkpoint_writes(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: list[Write],
+    ) -> None:
+        """Store a task's pending writes: one already stored at its ``idx`` is kept,
+        except a special channel's (a negative ``idx``), which is replaced."""
+
+    @abc.abstractmethod
+    def checkpoint(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    ) -> StoredCheckpoint | None:
+        """The checkpoint, or the namespace's latest (greatest id) when
+        ``checkpoint_id`` is ``None``; ``None`` when there is none."""
+
+    @abc.abstractmethod
+    def checkpoints(
+        self,
+        thread_id: str | None,
+        checkpoint_ns: str | None,
+        checkpoint_id: str | None,
+        metadata: dict[str, Any] | None,
+        before: str | None,
+        limit: int | None,
+    ) -> list[StoredCheckpoint]:
+        """Checkpoints newest first: of a thread (``None``: every thread), a namespace
+        (``None``: every one), one id, those whose metadata has every item of
+        ``metadata``, those with an id below ``before``; at most ``limit``."""
+
+    @abc.abstractmethod
+    def delete_threads(self, thread_ids: list[str]) -> None:
+        """Delete the threads with their checkpoints, values and writes."""
+
+    @abc.abstractmethod
+    def delete_checkpoint_runs(self, run_ids: list[str]) -> None:
+        """Delete the checkpoints of these runs (metadata ``run_id``) and their writes."""
+
+    @abc.abstractmethod
+    def copy_thread(self, source: str, target: str) -> None:
+        """Copy every checkpoint, value and write of ``source`` into ``target``."""
+
+    @abc.abstractmethod
+    def prune_threads(self, thread_ids: list[str], keep_latest: bool) -> None:
+        """Delete the threads' checkpoints (with ``keep_latest``: all but each
+        namespace's latest) with their writes, and the values no kept checkpoint
+        uses."""
+
     # The sweep (docs: concepts/expiry): each call is one batch of at most
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).
 
@@ -393,6 +491,11 @@ class Backend(abc.ABC):
     def purge_pauses(self, size: int, retention: timedelta) -> int:
         """Delete resolved and expired pauses last changed more than ``retention``
         ago; how many."""
+
+    @abc.abstractmethod
+    def purge_threads(self, size: int, ttl: timedelta) -> int:
+        """Delete LangGraph threads last put more than ``ttl`` ago, with their
+        checkpoints, values and writes; how many threads."""
 
     @abc.abstractmethod
     def purge_events(self, size: int, retention: timedelta) -> int:

@@ -2,8 +2,10 @@
 
 Marks pending pauses past ``expires_at`` expired, marks pending approval
 requests older than ``APPROVAL_TTL`` expired, deletes resolved and expired
-pauses older than ``RETENTION`` and events (with their webhook deliveries and
-attempts) older than ``EVENT_RETENTION``. All by the database clock, in
+pauses older than ``RETENTION``, events (with their webhook deliveries and
+attempts) older than ``EVENT_RETENTION`` and, when ``THREAD_TTL`` is set,
+LangGraph threads (with their checkpoints, values and writes) not written for
+longer. All by the database clock, in
 batches of ``SWEEP_BATCH_SIZE``: each batch is one operation of the
 database's backend (``agentstate.backends``), which locks its rows without
 waiting (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so two sweeps at once take
@@ -36,6 +38,7 @@ class SweepResult:
     expired_approval_requests: int = 0
     purged_pauses: int = 0
     purged_events: int = 0
+    purged_threads: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -68,6 +71,7 @@ def sweep(*, batch_size: int | None = None, progress: Progress | None = None) ->
     size = batch_size or agentstate_settings.SWEEP_BATCH_SIZE
     store: Backend = backend()
     approval_ttl, retention = agentstate_settings.APPROVAL_TTL, agentstate_settings.RETENTION
+    thread_ttl = agentstate_settings.THREAD_TTL
     return SweepResult(
         expired_pauses=_in_batches(
             lambda n: _announced(store.expire_pauses(n), PausedRun),
@@ -89,5 +93,10 @@ def sweep(*, batch_size: int | None = None, progress: Progress | None = None) ->
             size,
             "purged events",
             progress,
+        ),
+        purged_threads=0
+        if thread_ttl is None
+        else _in_batches(
+            lambda n: store.purge_threads(n, thread_ttl), size, "purged threads", progress
         ),
     )

@@ -165,6 +165,10 @@ class BudgetExceeded(Conflict):
         self.counter = str(facts.get("counter", ""))
 
 
+class HistoryForked(Conflict):
+    code = "history_forked"
+
+
 class Expired(APIError):
     status = 410
     code = "expired"

@@ -11,6 +11,8 @@ HIDDEN = {
     "celery",
     "kombu",
     "agents",
+    "langgraph",
+    "langchain_core",
     "httpx",
     "agentstate_client",
     "psycopg",
@@ -52,7 +54,7 @@ client = Client()
 client.force_login(admin)
 out["admin"] = {
     page: client.get(f"/admin/agentstate/{page}/").status_code
-    for page in ("approvalrequest", "pausedrun", "run", "scope", "event")
+    for page in ("approvalrequest", "pausedrun", "run", "scope", "event", "thread", "checkpoint")
 }
 out["index"] = client.get("/admin/").status_code
 
@@ -68,6 +70,7 @@ def refusal(action):
 out["api"] = refusal(lambda: include("agentstate.api.urls"))
 out["tasks"] = refusal(lambda: __import__("agentstate.tasks"))
 out["agents"] = refusal(lambda: __import__("agentstate.contrib.openai_agents"))
+out["langgraph"] = refusal(lambda: __import__("agentstate.contrib.langgraph"))
 
 import io  # noqa: E402
 

@@ -11,6 +11,7 @@ serialize writers instead. Creation races are settled by upserts
 from agentstate.backends.base import Backend
 
 from .budgets import BudgetOperations
+from .checkpoints import CheckpointOperations
 from .context import ContextOperations
 from .pauses import PauseOperations
 from .runs import RunOperations
@@ -18,6 +19,12 @@ from .sweep import SweepOperations
 
 
 class ORMBackend(
-    ContextOperations, PauseOperations, RunOperations, BudgetOperations, SweepOperations, Backend
+    ContextOperations,
+    PauseOperations,
+    RunOperations,
+    BudgetOperations,
+    CheckpointOperations,
+    SweepOperations,
+    Backend,
 ):
     """Every operation of ``Backend`` as one ORM transaction (``Operations.atomic``)."""

@@ -23,10 +23,11 @@ from django.db import DatabaseError
 from django.db.models import Field
 
 from agentstate.backends.base import Backend
-from agentstate.db import call
+from agentstate.db import call, call_row
 from agentstate.exceptions import refusal
 
 from .budgets import BudgetOperations
+from .checkpoints import CheckpointOperations
 from .context import ContextOperations
 from .pauses import PauseOperations
 from .policies import PolicyOperations
@@ -85,6 +86,7 @@ class PostgreSQLBackend(
     PolicyOperations,
     RunOperations,
     BudgetOperations,
+    CheckpointOperations,
     SweepOperations,
     Backend,
 ):
@@ -102,3 +104,7 @@ class PostgreSQLBackend(
             raise refusal(
                 diagnostic.message_primary, json.loads(diagnostic.message_detail)
             ) from None
+
+    def call_row(self, function: str, *args: Any) -> tuple[Any, ...] | None:
+        """The first row a set-returning function answers (``None``: none)."""
+        return call_row(self.alias, PREFIX + function, *args)

@@ -38,7 +38,8 @@ class Command(BaseCommand):
                 f"expired pauses: {result.expired_pauses}\n"
                 f"expired approval requests: {result.expired_approval_requests}\n"
                 f"purged pauses: {result.purged_pauses}\n"
-                f"purged events: {result.purged_events}"
+                f"purged events: {result.purged_events}\n"
+                f"purged threads: {result.purged_threads}"
             )
         # Sites on cron have no Celery worker: send the webhook deliveries that are due.
         due = webhooks.due()

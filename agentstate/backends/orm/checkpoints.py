@@ -1,0 +1,411 @@
+"""LangGraph checkpoints on the ORM: each operation one transaction, a thread's puts
+queued on its row (the upsert that touches ``updated_at`` locks it)."""
+
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Max, Q
+from django.db.models.functions import Now
+
+from agentstate.backends.base import Blob, StoredCheckpoint, Write
+from agentstate.exceptions import HistoryForked
+from agentstate.models import Checkpoint, CheckpointBlob, CheckpointWrite, Thread
+
+from .operations import Operations
+
+# Rows copied per statement by ``copy_thread``.
+CHUNK = 500
+
+
+def step_of(metadata: dict[str, Any]) -> int | None:
+    """The metadata's ``step`` when it is an integer a column holds."""
+    step = metadata.get("step")
+    if isinstance(step, int) and not isinstance(step, bool) and -(2**31) <= step < 2**31:
+        return step
+    return None
+
+
+def run_of(metadata: dict[str, Any]) -> str | None:
+    run_id = metadata.get("run_id")
+    return None if run_id is None else str(run_id)
+
+
+class CheckpointOperations(Operations):
+    def _touch_thread(self, thread_id: str) -> int:
+        """The thread's row id, the row made or its ``updated_at`` set to now, and locked."""
+        self.rows(Thread).bulk_create(
+            [Thread(thread_id=thread_id)],
+            update_conflicts=True,
+            unique_fields=["thread_id"],
+            update_fields=["updated_at"],
+        )
+        pk: int = (
+            self.rows(Thread)
+            .select_for_update()
+            .values_list("pk", flat=True)
+            .get(thread_id=thread_id)
+        )
+        return pk
+
+    def put_checkpoint(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        parent_id: str | None,
+        checkpoint: dict[str, Any],
+        metadata: dict[str, Any],
+        blobs: list[Blob],
+        refuse_fork: bool,
+    ) -> bool:
+        return self.atomic(
+            self._put_checkpoint,
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            parent_id,
+            checkpoint,
+            metadata,
+            blobs,
+            refuse_fork,
+        )
+
+    def _put_checkpoint(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        parent_id: str | None,
+        checkpoint: dict[str, Any],
+        metadata: dict[str, Any],
+        blobs: list[Blob],
+        refuse_fork: bool,
+    ) -> bool:
+        thread = self._touch_thread(thread_id)
+        sibling = (
+            self.rows(Checkpoint)
+            .filter(thread_id=thread, checkpoint_ns=checkpoint_ns, parent_checkpoint_id=parent_id)
+            .exclude(checkpoint_id=checkpoint_id)
+            .values_list("checkpoint_id", flat=True)
+            .first()
+        )
+        if sibling is not None and refuse_fork:
+            raise HistoryForked.of(
+                thread_id=thread_id, checkpoint_ns=checkpoint_ns, parent=parent_id, head=sibling
+            )
+        self.rows(CheckpointBlob).bulk_create(
+            [
+                CheckpointBlob(
+                    thread_id=thread,
+                    checkpoint_ns=checkpoint_ns,
+                    channel=channel,
+                    version=version,
+                    type=kind,
+                    blob=value,
+                )
+                for channel, version, kind, value in blobs
+            ],
+            ignore_conflicts=True,
+        )
+        self.rows(Checkpoint).bulk_create(
+            [
+                Checkpoint(
+                    thread_id=thread,
+                    checkpoint_ns=checkpoint_ns,
+                    checkpoint_id=checkpoint_id,
+                    parent_checkpoint_id=parent_id,
+                    checkpoint=checkpoint,
+                    metadata=metadata,
+                    run_id=run_of(metadata),
+                    step=step_of(metadata),
+                    forked=sibling is not None,
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["thread", "checkpoint_ns", "checkpoint_id"],
+            update_fields=["parent_checkpoint_id", "checkpoint", "metadata", "run_id", "step"],
+        )
+        return sibling is not None
+
+    def put_checkpoint_writes(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: list[Write],
+    ) -> None:
+        self.atomic(
+            self._put_checkpoint_writes,
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            task_id,
+            task_path,
+            writes,
+        )
+
+    def _put_checkpoint_writes(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: list[Write],
+    ) -> None:
+        thread = self._touch_thread(thread_id)
+        rows = [
+            CheckpointWrite(
+                thread_id=thread,
+                checkpoint_ns=checkpoint_ns,
+                checkpoint_id=checkpoint_id,
+                task_id=task_id,
+                task_path=task_path,
+                idx=idx,
+                channel=channel,
+                type=kind,
+                blob=value,
+            )
+            for idx, channel, kind, value in writes
+        ]
+        # A special channel's write (negative idx) replaces the stored one; any
+        # other is kept as first written, so a task's retry changes nothing.
+        self.rows(CheckpointWrite).bulk_create(
+            [row for row in rows if row.idx < 0],
+            update_conflicts=True,
+            unique_fields=["thread", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+            update_fields=["channel", "type", "blob", "task_path"],
+        )
+        self.rows(CheckpointWrite).bulk_create(
+            [row for row in rows if row.idx >= 0], ignore_conflicts=True
+        )
+
+    def checkpoint(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    ) -> StoredCheckpoint | None:
+        found = self.checkpoints(thread_id, checkpoint_ns, checkpoint_id, None, None, 1)
+        return found[0] if found else None
+
+    def checkpoints(
+        self,
+        thread_id: str | None,
+        checkpoint_ns: str | None,
+        checkpoint_id: str | None,
+        metadata: dict[str, Any] | None,
+        before: str | None,
+        limit: int | None,
+    ) -> list[StoredCheckpoint]:
+        rows = self.rows(Checkpoint).select_related("thread")
+        if thread_id is not None:
+            rows = rows.filter(thread__thread_id=thread_id)
+        if checkpoint_ns is not None:
+            rows = rows.filter(checkpoint_ns=checkpoint_ns)
+        if checkpoint_id is not None:
+            rows = rows.filter(checkpoint_id=checkpoint_id)
+        if before is not None:
+            rows = rows.filter(checkpoint_id__lt=before)
+        for key, value in (metadata or {}).items():
+            rows = rows.filter(**{f"metadata__{key}": value})
+        rows = rows.order_by("-checkpoint_id", "pk")
+        found = list(rows if limit is None else rows[:limit])
+        return self._loaded(found)
+
+    def _loaded(self, found: list[Checkpoint]) -> list[StoredCheckpoint]:
+        """The checkpoints with their values and writes, in three queries whatever
+        their number."""
+        if not found:
+            return []
+        threads = {c.thread_id for c in found}
+        wanted = {
+            (c.thread_id, c.checkpoint_ns, channel, str(version))
+            for c in found
+            for channel, version in c.checkpoint.get("channel_versions", {}).items()
+        }
+        values: dict[tuple[int, str, str, str], tuple[str, bytes]] = {}
+        if wanted:
+            blobs = (
+                self.rows(CheckpointBlob)
+                .filter(
+                    thread_id__in=threads,
+                    checkpoint_ns__in={key[1] for key in wanted},
+                    channel__in={key[2] for key in wanted},
+                    version__in={key[3] for key in wanted},
+                )
+                .exclude(type="empty")
+                .values_list("thread_id", "checkpoint_ns", "channel", "version", "type", "blob")
+            )
+            for thread, ns, channel, version, kind, blob in blobs:
+                if (thread, ns, channel, version) in wanted:
+                    values[(thread, ns, channel, version)] = (kind, bytes(blob or b""))
+        writes: dict[tuple[int, str, str], list[tuple[str, str, str, bytes, str, int]]] = {}
+        pending = self.rows(CheckpointWrite).filter(
+            thread_id__in=threads, checkpoint_id__in={c.checkpoint_id for c in found}
+        )
+        for w in pending.values_list(
+            "thread_id",
+            "checkpoint_ns",
+            "checkpoint_id",
+            "task_id",
+            "channel",
+            "type",
+            "blob",
+            "task_path",
+            "idx",
+        ):
+            writes.setdefault((w[0], w[1], w[2]), []).append(
+                (w[3], w[4], w[5], bytes(w[6] or b""), w[7], w[8])
+            )
+        stored = []
+        for c in found:
+            versions = c.checkpoint.get("channel_versions", {})
+            blobs_of = [
+                (channel, *values[key])
+                for channel, version in versions.items()
+                if (key := (c.thread_id, c.checkpoint_ns, channel, str(version))) in values
+            ]
+            stored.append(
+                StoredCheckpoint(
+                    thread_id=c.thread.thread_id,
+                    checkpoint_ns=c.checkpoint_ns,
+                    checkpoint_id=c.checkpoint_id,
+                    parent_checkpoint_id=c.parent_checkpoint_id,
+                    checkpoint=c.checkpoint,
+                    metadata=c.metadata,
+                    blobs=blobs_of,
+                    writes=writes.get((c.thread_id, c.checkpoint_ns, c.checkpoint_id), []),
+                )
+            )
+        return stored
+
+    def delete_threads(self, thread_ids: list[str]) -> None:
+        self.atomic(self._delete_threads, thread_ids)
+
+    def _delete_threads(self, thread_ids: list[str]) -> None:
+        pks = list(
+            self.rows(Thread)
+            .select_for_update()
+            .filter(thread_id__in=thread_ids)
+            .values_list("pk", flat=True)
+        )
+        self._delete_thread_rows(pks)
+
+    def _delete_thread_rows(self, pks: list[int]) -> None:
+        if not pks:
+            return
+        # Each a single DELETE: nothing refers to these rows.
+        self.rows(CheckpointWrite).filter(thread_id__in=pks).delete()
+        self.rows(CheckpointBlob).filter(thread_id__in=pks).delete()
+        self.rows(Checkpoint).filter(thread_id__in=pks).delete()
+        self.rows(Thread).filter(pk__in=pks)._raw_delete(self.alias)
+
+    def delete_checkpoint_runs(self, run_ids: list[str]) -> None:
+        if run_ids:
+            self.atomic(self._delete_checkpoint_runs, run_ids)
+
+    def _delete_checkpoint_runs(self, run_ids: list[str]) -> None:
+        doomed = list(
+            self.rows(Checkpoint)
+            .filter(run_id__in=run_ids)
+            .values_list("pk", "thread_id", "checkpoint_ns", "checkpoint_id")
+        )
+        self._delete_checkpoints(doomed)
+
+    def _delete_checkpoints(self, doomed: Iterable[tuple[int, int, str, str]]) -> None:
+        doomed = list(doomed)
+        for start in range(0, len(doomed), CHUNK):
+            chunk = doomed[start : start + CHUNK]
+            match = Q()
+            for _pk, thread, ns, checkpoint_id in chunk:
+                match |= Q(thread_id=thread, checkpoint_ns=ns, checkpoint_id=checkpoint_id)
+            self.rows(CheckpointWrite).filter(match).delete()
+            self.rows(Checkpoint).filter(pk__in=[row[0] for row in chunk]).delete()
+
+    def copy_thread(self, source: str, target: str) -> None:
+        self.atomic(self._copy_thread, source, target)
+
+    def _copy_thread(self, source: str, target: str) -> None:
+        origin = self.rows(Thread).filter(thread_id=source).values_list("pk", flat=True).first()
+        if origin is None:
+            return
+        copy = self._touch_thread(target)
+        model: type[Checkpoint] | type[CheckpointBlob] | type[CheckpointWrite]
+        for model in (Checkpoint, CheckpointBlob, CheckpointWrite):
+            fields = [
+                f.attname
+                for f in model._meta.concrete_fields
+                if f.attname not in ("id", "thread_id", "created_at")
+            ]
+            batch: list[Any] = []
+            rows = self.rows(model).filter(thread_id=origin).order_by("pk").values(*fields)
+            for row in rows.iterator(chunk_size=CHUNK):
+                batch.append(model(thread_id=copy, **row))
+                if len(batch) == CHUNK:
+                    self.rows(model).bulk_create(batch, ignore_conflicts=True)
+                    batch = []
+            self.rows(model).bulk_create(batch, ignore_conflicts=True)
+
+    def prune_threads(self, thread_ids: list[str], keep_latest: bool) -> None:
+        if thread_ids:
+            self.atomic(self._prune_threads, thread_ids, keep_latest)
+
+    def _prune_threads(self, thread_ids: list[str], keep_latest: bool) -> None:
+        pks = list(
+            self.rows(Thread)
+            .select_for_update()
+            .filter(thread_id__in=thread_ids)
+            .values_list("pk", flat=True)
+        )
+        if not keep_latest:
+            self._delete_thread_rows(pks)
+            return
+        for thread in pks:
+            checkpoints = self.rows(Checkpoint).filter(thread_id=thread)
+            latest = {
+                (ns, newest)
+                for ns, newest in checkpoints.values("checkpoint_ns")
+                .annotate(newest=Max("checkpoint_id"))
+                .values_list("checkpoint_ns", "newest")
+            }
+            kept = [
+                c
+                for c in checkpoints.values_list("checkpoint_ns", "checkpoint_id", "checkpoint")
+                if (c[0], c[1]) in latest
+            ]
+            self._delete_checkpoints(
+                row
+                for row in checkpoints.values_list(
+                    "pk", "thread_id", "checkpoint_ns", "checkpoint_id"
+                )
+                if (row[2], row[3]) not in latest
+            )
+            used = {
+                (ns, channel, str(version))
+                for ns, _id, body in kept
+                for channel, version in body.get("channel_versions", {}).items()
+            }
+            unused = [
+                pk
+                for pk, ns, channel, version in self.rows(CheckpointBlob)
+                .filter(thread_id=thread)
+                .values_list("pk", "checkpoint_ns", "channel", "version")
+                if (ns, channel, version) not in used
+            ]
+            for start in range(0, len(unused), CHUNK):
+                self.rows(CheckpointBlob).filter(pk__in=unused[start : start + CHUNK]).delete()
+
+    def purge_threads(self, size: int, ttl: timedelta) -> int:
+        return self.atomic(self._purge_threads, size, ttl)
+
+    def _purge_threads(self, size: int, ttl: timedelta) -> int:
+        stale = list(
+            self.rows(Thread)
+            .filter(updated_at__lt=Now() - ttl)
+            .select_for_update(skip_locked=True)
+            .order_by("updated_at")
+            .values_list("pk", flat=True)[:size]
+        )
+        self._delete_thread_rows(stale)
+        return len(stale)

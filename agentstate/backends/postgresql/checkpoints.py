@@ -1,0 +1,103 @@
+"""LangGraph checkpoints on PostgreSQL: ``sql/50_langgraph.sql``.
+
+A put, a task's writes and a read (``checkpoint``) are one call each, the hot
+path of a running graph; listing, deleting, copying and pruning are the ORM
+backend's (``agentstate.backends.orm.checkpoints``), rare operations that
+one function would not make faster in any way that counts.
+"""
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, cast
+
+from agentstate.backends.base import Blob, StoredCheckpoint, Write
+from agentstate.backends.orm.checkpoints import CheckpointOperations as ORMCheckpointOperations
+from agentstate.db import Array, Json
+
+
+class CheckpointOperations(ORMCheckpointOperations):
+    call: Callable[..., dict[str, Any]]
+    call_row: Callable[..., tuple[Any, ...] | None]
+
+    def put_checkpoint(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        parent_id: str | None,
+        checkpoint: dict[str, Any],
+        metadata: dict[str, Any],
+        blobs: list[Blob],
+        refuse_fork: bool,
+    ) -> bool:
+        result = self.call(
+            "put_checkpoint",
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            parent_id,
+            Json(checkpoint),
+            Json(metadata),
+            Array([b[0] for b in blobs], "text"),
+            Array([b[1] for b in blobs], "text"),
+            Array([b[2] for b in blobs], "text"),
+            Array([b[3] for b in blobs], "bytea"),
+            refuse_fork,
+        )
+        return bool(result["forked"])
+
+    def put_checkpoint_writes(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: list[Write],
+    ) -> None:
+        self.call(
+            "put_checkpoint_writes",
+            thread_id,
+            checkpoint_ns,
+            checkpoint_id,
+            task_id,
+            task_path,
+            Array([w[0] for w in writes], "integer"),
+            Array([w[1] for w in writes], "text"),
+            Array([w[2] for w in writes], "text"),
+            Array([w[3] for w in writes], "bytea"),
+        )
+
+    def checkpoint(
+        self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    ) -> StoredCheckpoint | None:
+        row = self.call_row("checkpoint", thread_id, checkpoint_ns, checkpoint_id)
+        if row is None:
+            return None
+        (found_id, parent, body, metadata, channels, types, blobs, *writes) = row
+        tasks, write_channels, write_types, write_blobs, paths, idx = (w or [] for w in writes)
+        return StoredCheckpoint(
+            thread_id=thread_id,
+            checkpoint_ns=checkpoint_ns,
+            checkpoint_id=found_id,
+            parent_checkpoint_id=parent,
+            # Django has the driver answer jsonb as its text
+            checkpoint=json.loads(body) if isinstance(body, str) else body,
+            metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
+            blobs=[
+                (channel, kind, bytes(blob))
+                for channel, kind, blob in zip(
+                    channels or [], types or [], blobs or [], strict=True
+                )
+            ],
+            writes=[
+                (task, channel, kind, bytes(blob), path, i)
+                for task, channel, kind, blob, path, i in zip(
+                    tasks, write_channels, write_types, write_blobs, paths, idx, strict=True
+                )
+            ],
+        )
+
+    def purge_threads(self, size: int, ttl: timedelta) -> int:
+        return cast(int, self.call("purge_threads", size, ttl)["count"])

@@ -1,0 +1,276 @@
+"""``AgentStateSaver``: LangGraph's checkpointer on agentstate's tables.
+
+A checkpoint is kept as a ``Checkpoint`` row (the checkpoint without its
+channel values, as JSON, and its metadata), each channel's value once per
+version as a ``CheckpointBlob`` and each pending write as a
+``CheckpointWrite``, all under the thread's ``Thread`` row, through the
+database's storage backend (``agentstate.backends``): on PostgreSQL a put, a
+task's writes and a read are one round trip each.
+
+Two writers of one thread cannot fork its history unnoticed: the puts of a
+thread queue on its row, and a checkpoint whose parent already has a child
+(or a second root) is a fork, kept marked ``forked`` and logged, or refused
+as ``HistoryForked`` with ``on_fork="raise"``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, Literal, cast
+
+from asgiref.sync import sync_to_async
+from django.db import DEFAULT_DB_ALIAS
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from agentstate.backends import Backend, Blob, StoredCheckpoint, Write, backend
+
+logger = logging.getLogger(__name__)
+
+STRATEGIES = ("keep_latest", "delete")
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON keeps it (what JSON cannot hold as its text)."""
+    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+
+
+def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": checkpoint_ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+class AgentStateSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer on agentstate's tables of the database ``using``
+    (default: Django's default database).
+
+    ``on_fork``: what a put does whose parent already goes on in another
+    checkpoint (another writer of the thread was first, or a replay from an
+    earlier checkpoint): ``"mark"`` (the default) keeps it, marked ``forked``
+    and logged as a warning; ``"raise"`` refuses it with
+    ``agentstate.exceptions.HistoryForked``, nothing written.
+    """
+
+    def __init__(
+        self,
+        *,
+        using: str | None = None,
+        serde: SerializerProtocol | None = None,
+        on_fork: Literal["mark", "raise"] = "mark",
+    ) -> None:
+        super().__init__(serde=serde)
+        if on_fork not in ("mark", "raise"):
+            raise ValueError("on_fork must be 'mark' or 'raise'.")
+        self.using = using or DEFAULT_DB_ALIAS
+        self.on_fork = on_fork
+
+    @property
+    def backend(self) -> Backend:
+        return backend(self.using)
+
+    # Reading
+
+    def _tuple(self, stored: StoredCheckpoint) -> CheckpointTuple:
+        loads = self.serde.loads_typed
+        checkpoint = {
+            **stored.checkpoint,
+            "channel_values": {
+                channel: loads((kind, blob)) for channel, kind, blob in stored.blobs
+            },
+        }
+        writes = sorted(stored.writes, key=lambda w: writes_sort_key(w[4], w[0], w[5]))
+        parent = stored.parent_checkpoint_id
+        return CheckpointTuple(
+            config=_config(stored.thread_id, stored.checkpoint_ns, stored.checkpoint_id),
+            checkpoint=cast(Checkpoint, checkpoint),
+            metadata=cast(CheckpointMetadata, stored.metadata),
+            parent_config=(
+                None if parent is None else _config(stored.thread_id, stored.checkpoint_ns, parent)
+            ),
+            pending_writes=[
+                (task_id, channel, loads((kind, blob)))
+                for task_id, channel, kind, blob, _path, _idx in writes
+            ],
+        )
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        configurable = config["configurable"]
+        stored = self.backend.checkpoint(
+            configurable["thread_id"],
+            configurable.get("checkpoint_ns", ""),
+            get_checkpoint_id(config),
+        )
+        return None if stored is None else self._tuple(stored)
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        if limit is not None and limit <= 0:
+            return
+        configurable = (config or {}).get("configurable", {})
+        found = self.backend.checkpoints(
+            configurable.get("thread_id"),
+            configurable.get("checkpoint_ns"),
+            get_checkpoint_id(config) if config else None,
+            jsonable(filter) if filter else None,
+            get_checkpoint_id(before) if before else None,
+            limit,
+        )
+        for stored in found:
+            yield self._tuple(stored)
+
+    # Writing
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        configurable = config["configurable"]
+        thread_id = configurable["thread_id"]
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        rest: dict[str, Any] = dict(checkpoint)
+        values: dict[str, Any] = rest.pop("channel_values", {})
+        blobs: list[Blob] = []
+        for channel, version in new_versions.items():
+            if channel in values:
+                kind, blob = self.serde.dumps_typed(values[channel])
+                blobs.append((channel, str(version), kind, blob))
+            else:
+                blobs.append((channel, str(version), "empty", None))
+        parent = configurable.get("checkpoint_id")
+        forked = self.backend.put_checkpoint(
+            thread_id,
+            checkpoint_ns,
+            checkpoint["id"],
+            parent,
+            json.loads(json.dumps(rest)),
+            jsonable(get_serializable_checkpoint_metadata(config, metadata)),
+            blobs,
+            self.on_fork == "raise",
+        )
+        if forked:
+            logger.warning(
+                "LangGraph thread %r (namespace %r) forked: checkpoint %s put on %s, "
+                "which already had a child",
+                thread_id,
+                checkpoint_ns,
+                checkpoint["id"],
+                parent,
+            )
+        return _config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        configurable = config["configurable"]
+        rows: list[Write] = [
+            (WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value))
+            for idx, (channel, value) in enumerate(writes)
+        ]
+        self.backend.put_checkpoint_writes(
+            configurable["thread_id"],
+            configurable.get("checkpoint_ns", ""),
+            configurable["checkpoint_id"],
+            task_id,
+            task_path,
+            rows,
+        )
+
+    def delete_thread(self, thread_id: str) -> None:
+        self.backend.delete_threads([thread_id])
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self.backend.delete_checkpoint_runs([str(run_id) for run_id in run_ids])
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.backend.copy_thread(source_thread_id, target_thread_id)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, not {strategy!r}.")
+        self.backend.prune_threads(list(thread_ids), strategy == "keep_latest")
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        """``"<32-digit counter>.<random>"``, what LangGraph's own savers use."""
+        number = 0 if current is None else int(str(current).split(".")[0])
+        return f"{number + 1:032}.{random.random():016}"
+
+    # The async methods: each its sync twin in Django's thread for the database.
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await sync_to_async(self.get_tuple)(config)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        found = await sync_to_async(
+            lambda: list(self.list(config, filter=filter, before=before, limit=limit))
+        )()
+        for item in found:
+            yield item
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        return await sync_to_async(self.put)(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        await sync_to_async(self.put_writes)(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await sync_to_async(self.delete_thread)(thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await sync_to_async(self.delete_for_runs)(run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await sync_to_async(self.copy_thread)(source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await sync_to_async(self.prune)(thread_ids, strategy=strategy)

@@ -1,0 +1,258 @@
+"""``AgentStateStore``: LangGraph's long-term memory store on context variables.
+
+A namespace is a scope of the site's own namespace (no owner), keyed
+``langgraph:`` and the namespace's labels joined by ``.`` (a label holds no
+``.``, so the key names one namespace); a key is a variable of it, holding
+``{"value", "created_at", "updated_at"}`` and, with a TTL, ``"ttl"`` (minutes)
+and ``"expires_at"`` (epoch seconds). Writes go through the database's
+backend like every context variable's; reads are one query each.
+
+Every read checks expiry itself, so an expired item is never returned, nor
+its namespace listed, whether or not a sweep (``sweep_ttl``) deleted it yet.
+A read refreshes the TTL of what it returns when asked to (the TTL config's
+``refresh_on_read``, by default); a refresh that meets a newer write keeps
+that write. No semantic index: a search's ``query`` is ignored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from asgiref.sync import sync_to_async
+from django.db import DEFAULT_DB_ALIAS
+from django.db.models import Q, QuerySet
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+)
+
+from agentstate.backends import Backend, backend
+from agentstate.exceptions import NotFound, VersionMismatch
+from agentstate.models import Variable
+from agentstate.validation import check_key
+
+PREFIX = "langgraph:"
+ACTOR = "langgraph"
+
+
+def scope_key(namespace: tuple[str, ...]) -> str:
+    return PREFIX + ".".join(namespace)
+
+
+def namespace_of(key: str) -> tuple[str, ...]:
+    return tuple(key[len(PREFIX) :].split("."))
+
+
+def _compare(value: Any, wanted: Any) -> bool:
+    """A filter's match, the way LangGraph's stores compare (``$eq``, ``$ne``,
+    ``$gt``, ``$gte``, ``$lt``, ``$lte``, nested objects)."""
+    if isinstance(wanted, dict):
+        if any(str(k).startswith("$") for k in wanted):
+            return all(_apply(value, op, operand) for op, operand in wanted.items())
+        return isinstance(value, dict) and all(_compare(value.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (
+            isinstance(value, list | tuple)
+            and len(value) == len(wanted)
+            and all(_compare(v, w) for v, w in zip(value, wanted, strict=True))
+        )
+    return bool(value == wanted)
+
+
+def _apply(value: Any, operator: str, operand: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == operand)
+    if operator == "$ne":
+        return bool(value != operand)
+    if value is None:
+        return False
+    compare = {
+        "$gt": float.__gt__,
+        "$gte": float.__ge__,
+        "$lt": float.__lt__,
+        "$lte": float.__le__,
+    }.get(operator)
+    if compare is None:
+        raise ValueError(f"Unsupported operator: {operator}")
+    return bool(compare(float(value), float(operand)))
+
+
+def _matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    pairs = (
+        zip(namespace, path, strict=False)
+        if condition.match_type == "prefix"
+        else zip(reversed(namespace), reversed(path), strict=False)
+    )
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+class AgentStateStore(BaseStore):
+    """A LangGraph ``BaseStore`` on the context variables of the database ``using``
+    (default: Django's default database). ``ttl``: LangGraph's ``TTLConfig``
+    (``default_ttl`` in minutes, ``refresh_on_read``)."""
+
+    supports_ttl = True
+
+    def __init__(self, *, using: str | None = None, ttl: TTLConfig | None = None) -> None:
+        self.using = using or DEFAULT_DB_ALIAS
+        self.ttl_config = ttl
+
+    @property
+    def backend(self) -> Backend:
+        return backend(self.using)
+
+    def _live(self) -> QuerySet[Variable]:
+        """The store's variables that have not expired (by this process's clock)."""
+        return (
+            Variable.objects.using(self.using)
+            .filter(scope__owner__isnull=True, scope__key__startswith=PREFIX)
+            .filter(Q(value__expires_at__isnull=True) | Q(value__expires_at__gt=time.time()))
+        )
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        results: list[Result] = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(op))
+            elif isinstance(op, PutOp):
+                self._put(op)
+                results.append(None)
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            else:
+                raise ValueError(f"Unknown operation: {op!r}")
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await sync_to_async(self.batch)(list(ops))
+
+    def _item(self, key: str, scope: str, stored: dict[str, Any], cls: type[Item] = Item) -> Any:
+        return cls(
+            value=stored["value"],
+            key=key,
+            namespace=namespace_of(scope),
+            created_at=datetime.fromisoformat(stored["created_at"]),
+            updated_at=datetime.fromisoformat(stored["updated_at"]),
+        )
+
+    def _refresh(self, scope: str, name: str, stored: dict[str, Any], version: int) -> None:
+        """Push the item's expiry ``ttl`` minutes from now, unless it changed since read."""
+        refreshed = {**stored, "expires_at": time.time() + 60 * stored["ttl"]}
+        try:
+            self.backend.put(scope, name, refreshed, version, None, ACTOR)
+        except (VersionMismatch, NotFound):
+            pass  # written or deleted meanwhile: that change stands
+
+    def _get(self, op: GetOp) -> Item | None:
+        scope = scope_key(op.namespace)
+        row = (
+            self._live()
+            .filter(scope__key=scope, name=op.key)
+            .values_list("value", "version")
+            .first()
+        )
+        if row is None:
+            return None
+        stored = cast(dict[str, Any], row[0])
+        version: int = row[1]
+        if op.refresh_ttl and stored.get("ttl"):
+            self._refresh(scope, op.key, stored, version)
+        item: Item = self._item(op.key, scope, stored)
+        return item
+
+    def _put(self, op: PutOp) -> None:
+        scope = scope_key(op.namespace)
+        check_key(scope, "namespace")
+        check_key(op.key, "key")
+        if op.value is None:
+            try:
+                self.backend.delete(scope, op.key, None)
+            except NotFound:
+                pass
+            return
+        now = datetime.now(UTC).isoformat()
+        existing = (
+            Variable.objects.using(self.using)
+            .filter(scope__owner__isnull=True, scope__key=scope, name=op.key)
+            .values_list("value", flat=True)
+            .first()
+        )
+        created = existing.get("created_at", now) if isinstance(existing, dict) else now
+        stored: dict[str, Any] = {"value": op.value, "created_at": created, "updated_at": now}
+        if op.ttl is not None:
+            stored["ttl"] = op.ttl
+            stored["expires_at"] = time.time() + 60 * op.ttl
+        self.backend.put(scope, op.key, stored, None, None, ACTOR)
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        rows = self._live()
+        if op.namespace_prefix:
+            prefix = scope_key(op.namespace_prefix)
+            rows = rows.filter(Q(scope__key=prefix) | Q(scope__key__startswith=prefix + "."))
+        found: list[SearchItem] = []
+        skip = op.offset
+        ordered = rows.order_by("-updated_at", "scope__key", "name").values_list(
+            "scope__key", "name", "value", "version"
+        )
+        for scope, name, value, version in ordered.iterator(chunk_size=500):
+            stored = cast(dict[str, Any], value)
+            if op.filter and not all(
+                _compare(stored["value"].get(k), v) for k, v in op.filter.items()
+            ):
+                continue
+            if skip > 0:
+                skip -= 1
+                continue
+            if op.refresh_ttl and stored.get("ttl"):
+                self._refresh(scope, name, stored, version)
+            found.append(self._item(name, scope, stored, SearchItem))
+            if len(found) >= op.limit:
+                break
+        return found
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        keys = self._live().order_by().values_list("scope__key", flat=True).distinct()
+        namespaces = {namespace_of(key) for key in keys}
+        for condition in op.match_conditions or ():
+            namespaces = {ns for ns in namespaces if _matches(condition, ns)}
+        if op.max_depth is not None:
+            namespaces = {ns[: op.max_depth] for ns in namespaces}
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    def sweep_ttl(self, batch_size: int = 1000) -> int:
+        """Delete the expired items, ``batch_size`` at a time; how many."""
+        total = 0
+        while True:
+            expired = list(
+                Variable.objects.using(self.using)
+                .filter(
+                    scope__owner__isnull=True,
+                    scope__key__startswith=PREFIX,
+                    value__expires_at__lte=time.time(),
+                )
+                .values_list("pk", flat=True)[:batch_size]
+            )
+            if not expired:
+                return total
+            Variable.objects.using(self.using).filter(pk__in=expired).delete()
+            total += len(expired)
+
+    async def asweep_ttl(self, batch_size: int = 1000) -> int:
+        return await sync_to_async(self.sweep_ttl)(batch_size)

@@ -1,0 +1,150 @@
+"""AgentStateSaver passes LangGraph's conformance suite, as published, on this database."""
+
+import pytest
+from asgiref.sync import async_to_sync
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import (
+    BASE_CAPABILITIES,
+    EXTENDED_CAPABILITIES,
+)
+from langgraph.checkpoint.conformance.report import ProgressCallbacks
+
+from agentstate.contrib.langgraph import AgentStateSaver
+
+
+@checkpointer_test(name="AgentStateSaver")
+async def agentstate_saver():
+    yield AgentStateSaver()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_conformance_suite_passes_every_capability():
+    report = async_to_sync(validate)(agentstate_saver, progress=ProgressCallbacks.verbose())
+    results = {name: result.passed for name, result in report.results.items()}
+    failures = {name: result.failures for name, result in report.results.items() if result.failures}
+    assert failures == {}
+    assert results == {cap.value: True for cap in BASE_CAPABILITIES | EXTENDED_CAPABILITIES}
+
+
+# Beyond the suite: a real graph, forks, round trips, the admin and the sweep.
+
+import operator  # noqa: E402
+from datetime import timedelta  # noqa: E402
+from typing import Annotated, TypedDict  # noqa: E402
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import CaptureQueriesContext, override_settings  # noqa: E402
+from django.utils import timezone  # noqa: E402
+from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from langgraph.types import interrupt  # noqa: E402
+
+from agentstate.exceptions import HistoryForked  # noqa: E402
+from agentstate.models import Checkpoint, Thread  # noqa: E402
+from agentstate.services.sweep import sweep  # noqa: E402
+
+
+class State(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def graph(saver, *, ask=False):
+    def first(state):
+        return {"log": ["first"]}
+
+    def second(state):
+        answer = interrupt("ok?") if ask else "yes"
+        return {"log": [f"second:{answer}"]}
+
+    builder = StateGraph(State)
+    builder.add_node("first", first)
+    builder.add_node("second", second)
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", END)
+    return builder.compile(checkpointer=saver)
+
+
+def config(thread="t1"):
+    return {"configurable": {"thread_id": thread}}
+
+
+# LangGraph puts from its own threads: their connections commit on their own.
+@pytest.mark.django_db(transaction=True)
+def test_a_graph_runs_resumes_and_keeps_its_history():
+    app = graph(AgentStateSaver())
+    assert app.invoke({"log": []}, config())["log"] == ["first", "second:yes"]
+    assert app.invoke({"log": ["again"]}, config())["log"][-1] == "second:yes"
+    history = list(app.get_state_history(config()))
+    assert len(history) == 8
+    assert not Checkpoint.objects.filter(forked=True).exists()
+
+
+@pytest.mark.django_db
+def test_a_second_writer_on_the_same_parent_is_noticed():
+    saver = AgentStateSaver()
+    root = saver.put(config(), empty_checkpoint(), {"step": -1}, {})
+    first = {**empty_checkpoint(), "id": "1f0a0000-0000-6000-8000-000000000001"}
+    second = {**empty_checkpoint(), "id": "1f0a0000-0000-6000-8000-000000000002"}
+    saver.put(root, first, {"step": 0}, {})
+    strict = AgentStateSaver(on_fork="raise")
+    with pytest.raises(HistoryForked):
+        strict.put(root, second, {"step": 0}, {})
+    assert not Checkpoint.objects.filter(checkpoint_id=second["id"]).exists()
+    saver.put(root, second, {"step": 0}, {})  # marked, kept, logged
+    assert Checkpoint.objects.get(checkpoint_id=second["id"]).forked
+    assert not Checkpoint.objects.get(checkpoint_id=first["id"]).forked
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db
+def test_the_hot_path_is_one_round_trip_each_on_postgresql():
+    saver = AgentStateSaver()
+    checkpoint = {**empty_checkpoint(), "channel_values": {"a": 1}, "channel_versions": {"a": "1"}}
+    with CaptureQueriesContext(connection) as put:
+        stored = saver.put(config(), checkpoint, {"step": 0}, {"a": "1"})
+    with CaptureQueriesContext(connection) as writes:
+        saver.put_writes(stored, [("a", 2), ("b", 3)], "task")
+    with CaptureQueriesContext(connection) as read:
+        found = saver.get_tuple(config())
+
+    def calls(captured):  # inside the test's transaction each call is in a savepoint
+        return [q for q in captured if not q["sql"].startswith(("SAVEPOINT", "RELEASE"))]
+
+    assert (len(calls(put)), len(calls(writes)), len(calls(read))) == (1, 1, 1)
+    assert found.checkpoint["channel_values"] == {"a": 1}
+    assert [w[1:] for w in found.pending_writes] == [("a", 2), ("b", 3)]
+
+
+# LangGraph puts from its own threads: their connections commit on their own.
+@pytest.mark.django_db(transaction=True)
+def test_the_admin_shows_threads_and_decoded_checkpoints(client):
+    app = graph(AgentStateSaver(), ask=True)
+    app.invoke({"log": []}, config("asked"))
+    admin = get_user_model().objects.create_superuser("root", password="pw")
+    client.force_login(admin)
+    assert client.get("/admin/agentstate/thread/").status_code == 200
+    thread = Thread.objects.get(thread_id="asked")
+    page = client.get(f"/admin/agentstate/thread/{thread.pk}/change/")
+    assert page.status_code == 200
+    latest = thread.checkpoints.order_by("-checkpoint_id").first()
+    page = client.get(f"/admin/agentstate/checkpoint/{latest.pk}/change/").content.decode()
+    assert "ok?" in page  # the pending interrupt, decoded
+    assert "first" in page  # the channel values, decoded
+    assert client.get("/admin/agentstate/checkpoint/").status_code == 200
+
+
+# LangGraph puts from its own threads: their connections commit on their own.
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_deletes_threads_untouched_for_thread_ttl():
+    app = graph(AgentStateSaver())
+    app.invoke({"log": []}, config("old"))
+    app.invoke({"log": []}, config("new"))
+    assert sweep().purged_threads == 0  # THREAD_TTL unset: threads are kept
+    Thread.objects.filter(thread_id="old").update(updated_at=timezone.now() - timedelta(days=2))
+    with override_settings(AGENTSTATE={"THREAD_TTL": timedelta(days=1)}):
+        assert sweep(batch_size=1).purged_threads == 1
+    assert list(Thread.objects.values_list("thread_id", flat=True)) == ["new"]
+    assert not Checkpoint.objects.filter(thread__thread_id="old").exists()
+    assert AgentStateSaver().get_tuple(config("old")) is None

@@ -1,0 +1,93 @@
+"""AgentStateStore: LangGraph's BaseStore on context variables."""
+
+import time
+
+import pytest
+from asgiref.sync import async_to_sync
+from langgraph.store.base import BaseStore
+
+from agentstate.contrib.langgraph import AgentStateStore
+from agentstate.models import Scope, Variable
+from agentstate.services import context
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def store():
+    return AgentStateStore()
+
+
+def test_a_namespace_is_a_scope_and_a_key_a_variable(store):
+    store.put(("users", "alice"), "prefs", {"theme": "dark"})
+    item = store.get(("users", "alice"), "prefs")
+    assert isinstance(store, BaseStore)
+    assert (item.namespace, item.key, item.value) == (
+        ("users", "alice"),
+        "prefs",
+        {"theme": "dark"},
+    )
+    assert context.get("langgraph:users.alice", ["prefs"])["prefs"]["value"] == {"theme": "dark"}
+    created = item.created_at
+    store.put(("users", "alice"), "prefs", {"theme": "light"})
+    again = store.get(("users", "alice"), "prefs")
+    assert again.value == {"theme": "light"}
+    assert again.created_at == created and again.updated_at >= created
+    store.delete(("users", "alice"), "prefs")
+    assert store.get(("users", "alice"), "prefs") is None
+    store.delete(("users", "alice"), "prefs")  # deleting what is gone is no error
+
+
+def test_search_filters_and_pages(store):
+    for i in range(5):
+        store.put(("docs", "a" if i % 2 else "b"), f"d{i}", {"n": i, "kind": "x" if i < 3 else "y"})
+    store.put(("other",), "o", {"n": 99})
+    assert {i.key for i in store.search(("docs",))} == {"d0", "d1", "d2", "d3", "d4"}
+    assert {i.key for i in store.search(("docs",), filter={"kind": "x"})} == {"d0", "d1", "d2"}
+    assert {i.key for i in store.search(("docs",), filter={"n": {"$gte": 3}})} == {"d3", "d4"}
+    assert {i.key for i in store.search(("docs", "a"))} == {"d1", "d3"}
+    assert len(store.search((), limit=2)) == 2
+    assert len(store.search((), limit=10, offset=4)) == 2
+
+
+def test_list_namespaces(store):
+    for ns in [("a", "b", "c"), ("a", "b", "d"), ("a", "e"), ("f",)]:
+        store.put(ns, "k", {"v": 1})
+    assert store.list_namespaces() == [("a", "b", "c"), ("a", "b", "d"), ("a", "e"), ("f",)]
+    assert store.list_namespaces(prefix=("a",), max_depth=2) == [("a", "b"), ("a", "e")]
+    assert store.list_namespaces(suffix=("d",)) == [("a", "b", "d")]
+    assert store.list_namespaces(prefix=("a", "*", "c")) == [("a", "b", "c")]
+
+
+def test_an_expired_item_is_never_read_even_unswept(store, monkeypatch):
+    store.put(("t",), "short", {"v": 1}, ttl=1)
+    store.put(("t",), "kept", {"v": 2})
+    assert store.get(("t",), "short").value == {"v": 1}
+    later = time.time() + 120
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert store.get(("t",), "short") is None
+    assert [i.key for i in store.search(("t",))] == ["kept"]
+    assert Variable.objects.filter(name="short").exists()  # not swept yet
+    assert store.sweep_ttl() == 1
+    assert not Variable.objects.filter(name="short").exists()
+    assert store.list_namespaces() == [("t",)]
+
+
+def test_a_read_refreshes_the_ttl(monkeypatch):
+    store = AgentStateStore(ttl={"default_ttl": 1, "refresh_on_read": True})
+    store.put(("t",), "k", {"v": 1})
+    start = time.time()
+    monkeypatch.setattr(time, "time", lambda: start + 50)
+    assert store.get(("t",), "k") is not None  # refreshed: now expires at start + 110
+    monkeypatch.setattr(time, "time", lambda: start + 100)
+    assert store.get(("t",), "k", refresh_ttl=False) is not None
+    monkeypatch.setattr(time, "time", lambda: start + 200)
+    assert store.get(("t",), "k") is None
+
+
+def test_the_async_api():
+    store = AgentStateStore()
+    async_to_sync(store.aput)(("a",), "k", {"v": 1})
+    assert async_to_sync(store.aget)(("a",), "k").value == {"v": 1}
+    assert [i.key for i in async_to_sync(store.asearch)(("a",))] == ["k"]
+    assert Scope.objects.filter(key="langgraph:a").exists()
