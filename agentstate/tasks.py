@@ -11,6 +11,7 @@ import logging
 import os
 import queue
 import threading
+import time
 
 from agentstate.extras import missing
 
@@ -75,16 +76,16 @@ class _Handoff:
             self._ids.put((app, delivery_id))
 
     def flush(self, timeout: float = 5.0) -> bool:
-        """Wait until every id handed over so far is published (or ``timeout``)."""
-        done = threading.Event()
-        ids = self._ids
-
-        def drained() -> None:
-            ids.join()
-            done.set()
-
-        threading.Thread(target=drained, daemon=True).start()
-        return done.wait(timeout)
+        """Wait until every id handed over so far is published (or ``timeout``). Polls,
+        so that it also works at interpreter shutdown, when no thread can start."""
+        if self._pid != os.getpid():  # nothing handed over in this process
+            return True
+        deadline = time.monotonic() + timeout
+        while self._ids.unfinished_tasks:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
 
     def _running(self) -> None:
         with self._lock:
