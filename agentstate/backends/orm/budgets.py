@@ -14,7 +14,6 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.db.models import QuerySet
 from django.db.models.functions import Now, TruncDay, TruncMonth
 
@@ -144,13 +143,7 @@ class BudgetOperations(Operations):
         return Changed(_run_state(run, budget), [event])
 
     def _budget_user_id(self, username: str) -> int:
-        User = get_user_model()
-        found = (
-            User._default_manager.using(self.alias)
-            .filter(**{User.USERNAME_FIELD: username})
-            .values_list("pk", flat=True)
-            .first()
-        )
+        found = self.user_pk(username)
         if found is None:
             raise UserNotFound.of(username=username)
         return int(found)

@@ -2,8 +2,6 @@
 
 from typing import Any, cast
 
-from django.contrib.auth import get_user_model
-
 from agentstate.backends.base import Owner
 from agentstate.exceptions import (
     ScopeNotFound,
@@ -34,13 +32,7 @@ class ContextOperations(Operations):
         """The owner's id; a username is looked up (``UnknownOwner`` when no user has it)."""
         if not isinstance(owner, str):
             return owner
-        user_model = get_user_model()
-        found = (
-            user_model._default_manager.using(self.alias)
-            .filter(**{user_model.USERNAME_FIELD: owner})
-            .values_list("pk", flat=True)
-            .first()
-        )
+        found = self.user_pk(owner)
         if found is None:
             raise UnknownOwner.of(username=owner)
         return found

@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar, overload
 
+from django.contrib.auth import get_user_model
 from django.db.models import Model, QuerySet
 
 from agentstate.db import atomic
@@ -31,3 +32,15 @@ class Operations:
     def rows(self, model: type[Model]) -> QuerySet[Model]:
         """The rows of ``model`` (its default manager's queryset) on this database."""
         return model._default_manager.using(self.alias)
+
+    def user_pk(self, username: str) -> int | None:
+        """The primary key of the site's user named ``username``, or ``None``: each
+        operation refuses an unknown name in its own words."""
+        user_model = get_user_model()
+        found: int | None = (
+            self.rows(user_model)
+            .filter(**{user_model.USERNAME_FIELD: username})
+            .values_list("pk", flat=True)
+            .first()
+        )
+        return found

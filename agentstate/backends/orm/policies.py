@@ -47,13 +47,7 @@ class PolicyOperations(Operations):
     def _policy_user_id(self, user: Owner) -> int | None:
         if not isinstance(user, str):
             return user
-        user_model = get_user_model()
-        found = (
-            user_model._default_manager.using(self.alias)
-            .filter(**{user_model.USERNAME_FIELD: user})
-            .values_list("pk", flat=True)
-            .first()
-        )
+        found = self.user_pk(user)
         if found is None:
             raise UnknownOwner.of(username=user, field="user")
         return found
