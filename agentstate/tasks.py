@@ -2,7 +2,9 @@
 
 Schedule ``agentstate.tasks.expire_pauses`` and ``agentstate.tasks.send_webhooks``
 with Celery beat (the demo site runs both every minute); sites using cron run
-``manage.py agentstate_expire``, which needs no Celery. This module needs the
+``manage.py agentstate_expire``, which needs no Celery. ``agentstate.tasks.resume_run``
+is not scheduled: a decision that leaves the run of a registered bridge
+(``agentstate.contrib.register``) ready to go on queues it. This module needs the
 ``celery`` extra. See docs/deployment.md.
 """
 
@@ -53,6 +55,16 @@ def send_webhooks() -> int:
     for delivery_id in due:
         deliver_webhook.delay(delivery_id)
     return len(due)
+
+
+@shared_task(name="agentstate.tasks.resume_run", ignore_result=True)
+def resume_run(bridge: str, run_id: str) -> str:
+    """Resume a decided run with the bridge registered as ``bridge``
+    (``agentstate.contrib.register``): the outcome's status (``busy`` when another
+    process already took it)."""
+    from agentstate.contrib import registered
+
+    return registered(bridge).resume(run_id).status
 
 
 class _Handoff:

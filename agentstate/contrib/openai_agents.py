@@ -6,9 +6,10 @@ agentstate approval request per interrupted call, so reviewers decide in the
 admin or over REST. Once every request is decided, ``resume`` (in this or
 any other process) loads the state, applies each decision (``approve`` /
 ``reject``, ``always`` where chosen), resumes the run and adds its usage to
-the agentstate run. Taking the saved state is a ``pop``, so of any number of
-processes resuming one run at once exactly one does; the others are told
-the run is busy.
+the agentstate run. It is built on the adapters' shared core
+(``agentstate.contrib.core``): taking the saved state is a ``pop``, so of any
+number of processes resuming one run at once exactly one does; the others are
+told the run is busy.
 
 The SDK context of a bridged run is the agentstate run's ``context`` (a JSON
 object), read afresh on every resume.
@@ -22,14 +23,10 @@ this module raises ``ImproperlyConfigured`` naming the extra
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, TypedDict, Unpack
-
-from django.core.exceptions import ImproperlyConfigured
+from typing import Any
 
 from agentstate.extras import missing
 
@@ -50,208 +47,39 @@ except ImportError as error:
     raise missing("agents", "agentstate.contrib.openai_agents", error) from error
 from asgiref.sync import async_to_sync, sync_to_async
 
-from agentstate.exceptions import ScopeNotFound, VariableNotFound
+from agentstate.contrib.core import (
+    BUSY,
+    FINISHED,
+    STATE_SCOPE,
+    WAITING,
+    Bridge,
+    Call,
+    Outcome,
+    RemoteStore,
+    Review,
+    ServiceStore,
+    Store,
+    UsageDelta,
+    decided,
+)
+
+__all__ = [
+    "BUSY",
+    "FINISHED",
+    "STATE_SCOPE",
+    "WAITING",
+    "ApprovalBridge",
+    "Outcome",
+    "RemoteStore",
+    "Review",
+    "ServiceStore",
+    "context_tools",
+]
 
 logger = logging.getLogger(__name__)
 
-STATE_SCOPE = "agentstate.openai_agents"
-"""The scope holding each waiting run's state, one variable per run id."""
 
-FINISHED = "finished"
-WAITING = "waiting"
-BUSY = "busy"
-
-
-class UsageDelta(TypedDict):
-    """Usage to add to a run, in agentstate's flat form (``runs.add_usage``'s counters)."""
-
-    requests: int
-    input_tokens: int
-    output_tokens: int
-    total_tokens: int
-    cached_tokens: int
-    reasoning_tokens: int
-
-
-@dataclass(frozen=True)
-class Review:
-    """An approval request as the bridge needs it, from either store.
-
-    ``approved_arguments``: what the reviewer approved instead of ``arguments`` (the
-    model's), or ``None``; ``arguments_to_run`` is the call a caller should run."""
-
-    id: int
-    tool_name: str
-    call_id: str
-    arguments: Any
-    status: str
-    always: bool = False
-    reason: str = ""
-    approved_arguments: Any = None
-
-    @property
-    def pending(self) -> bool:
-        return self.status == "pending"
-
-    @property
-    def edited(self) -> bool:
-        """Approved with other arguments than the model's."""
-        return self.status == "approved" and self.approved_arguments is not None
-
-    @property
-    def arguments_to_run(self) -> Any:
-        """The arguments the call may run with: the approved ones if edited, else as filed."""
-        return self.approved_arguments if self.edited else self.arguments
-
-
-@dataclass
-class Outcome:
-    """Where a bridged run stands after ``start`` or ``resume``.
-
-    ``finished``: ``result`` is the SDK's final result. ``waiting``: the run
-    stopped; ``pending`` lists the approval requests still undecided.
-    ``busy``: nothing to resume (another process took the state, or the run
-    is not stopped).
-    """
-
-    run_id: str
-    status: str
-    result: RunResult | None = None
-    pending: list[Review] = field(default_factory=list)
-
-    @property
-    def final_output(self) -> Any:
-        return self.result.final_output if self.result is not None else None
-
-
-class ServiceStore:
-    """The bridge's storage through agentstate's services (a process of the Django site)."""
-
-    def __init__(self, user: Any = None) -> None:
-        self.user = user
-
-    def create_run(self, run_id: str | None, context: Any) -> tuple[str, Any]:
-        from agentstate.services import runs
-
-        run = runs.create_run(run_id=run_id, context=context, user=self.user)
-        return run.run_id, run.context
-
-    def run_context(self, run_id: str) -> Any:
-        from agentstate.services import runs
-
-        return runs.get_run(run_id).context
-
-    def request_approval(self, run_id: str, tool_name: str, call_id: str, arguments: Any) -> Review:
-        from agentstate.services import approvals
-
-        request = approvals.request_approval(run_id, tool_name, call_id, arguments, user=self.user)
-        return self._review(request)
-
-    def reviews(self, run_id: str) -> list[Review]:
-        from agentstate.models import ApprovalRequest
-
-        requests = ApprovalRequest.objects.filter(run__run_id=run_id).order_by("pk")
-        return [self._review(request) for request in requests]
-
-    def add_usage(self, run_id: str, **usage: Unpack[UsageDelta]) -> None:
-        from agentstate.services import runs
-
-        runs.add_usage(run_id, **usage)
-
-    def keep_state(self, run_id: str, saved: str) -> None:
-        from agentstate.services import context
-
-        context.put(STATE_SCOPE, run_id, saved, actor="openai-agents")
-
-    def take_state(self, run_id: str) -> str | None:
-        from agentstate.services import context
-
-        try:
-            saved: str = context.pop(STATE_SCOPE, run_id, actor="openai-agents")
-        except (ScopeNotFound, VariableNotFound):
-            return None
-        return saved
-
-    @staticmethod
-    def _review(request: Any) -> Review:
-        return Review(
-            request.pk,
-            request.tool_name,
-            request.call_id,
-            request.arguments,
-            request.status,
-            request.always,
-            request.reason,
-            request.approved_arguments,
-        )
-
-
-class RemoteStore:
-    """The bridge's storage over REST, for processes outside the site.
-
-    ``client`` is an ``agentstate_client.AgentStateClient`` (the separate
-    ``agentstate-client`` distribution). The waiting state is a context
-    variable of the client's user. REST shows no ``always`` on a request: it
-    is read from the run's approval records.
-    """
-
-    def __init__(self, client: Any) -> None:
-        try:
-            from agentstate_client import ScopeNotFound as RemoteScopeNotFound
-            from agentstate_client import VariableNotFound as RemoteVariableNotFound
-        except ImportError as error:
-            raise ImproperlyConfigured(
-                "RemoteStore talks to the REST API through agentstate-client: "
-                "pip install agentstate-client (client/ in the agentstate repository)."
-            ) from error
-        self.client = client
-        self._absent = (RemoteScopeNotFound, RemoteVariableNotFound)
-
-    def create_run(self, run_id: str | None, context: Any) -> tuple[str, Any]:
-        run = self.client.create_run(run_id, context)
-        return run["run_id"], run["context"]
-
-    def run_context(self, run_id: str) -> Any:
-        return self.client.get_run(run_id)["context"]
-
-    def request_approval(self, run_id: str, tool_name: str, call_id: str, arguments: Any) -> Review:
-        request, _created = self.client.request_approval(run_id, tool_name, call_id, arguments)
-        return self._review(request, {})
-
-    def reviews(self, run_id: str) -> list[Review]:
-        records = self.client.approvals(run_id)
-        return [self._review(r, records) for r in self.client.list_approval_requests(run_id=run_id)]
-
-    def add_usage(self, run_id: str, **usage: Unpack[UsageDelta]) -> None:
-        self.client.add_usage(run_id, **usage)
-
-    def keep_state(self, run_id: str, saved: str) -> None:
-        self.client.put(STATE_SCOPE, run_id, saved)
-
-    def take_state(self, run_id: str) -> str | None:
-        try:
-            saved: str = self.client.pop(STATE_SCOPE, run_id)
-        except self._absent:
-            return None
-        return saved
-
-    @staticmethod
-    def _review(request: dict[str, Any], records: dict[str, Any]) -> Review:
-        flag = {"approved": "approved", "rejected": "rejected"}.get(request["status"])
-        always = bool(flag) and records.get(request["tool_name"], {}).get(flag) is True
-        return Review(
-            request["id"],
-            request["tool_name"],
-            request["call_id"],
-            request["arguments"],
-            request["status"],
-            always,
-            request.get("reason") or "",
-            request.get("approved_arguments"),
-        )
-
-
-class ApprovalBridge:
+class ApprovalBridge(Bridge):
     """Runs ``agent`` so that its approval-gated tool calls wait for agentstate reviewers.
 
     ``start`` and ``resume`` are synchronous (for views, tasks and commands);
@@ -264,12 +92,12 @@ class ApprovalBridge:
         self,
         agent: Agent[Any],
         *,
-        store: ServiceStore | RemoteStore | None = None,
+        store: Store | None = None,
         run_config: RunConfig | None = None,
         max_turns: int | None = None,
     ) -> None:
+        super().__init__(store=store)
         self.agent = agent
-        self.store = store or ServiceStore()
         self.run_config = run_config
         self.max_turns = max_turns
 
@@ -278,42 +106,22 @@ class ApprovalBridge:
     ) -> Outcome:
         return async_to_sync(self.astart)(input, run_id=run_id, context=context)
 
-    def resume(self, run_id: str) -> Outcome:
-        return async_to_sync(self.aresume)(run_id)
-
     async def astart(
         self, input: str | list[Any], *, run_id: str | None = None, context: Any = None
     ) -> Outcome:
         """Create the agentstate run (its context is the SDK's) and start the agent on ``input``."""
-        run_id, context = await self._db(
-            self.store.create_run, run_id, {} if context is None else context
-        )
+        run_id, context = await self.create_run(run_id, {} if context is None else context)
         result = await self._run(input, context=context)
         return await self._settle(run_id, result, counted=Usage())
 
-    async def aresume(self, run_id: str) -> Outcome:
-        """Resume a waiting run once every request is decided; ``waiting`` until then."""
-        pending = [r for r in await self._db(self.store.reviews, run_id) if r.pending]
-        if pending:
-            return Outcome(run_id, WAITING, pending=pending)
-        saved = await self._db(self.store.take_state, run_id)
-        if saved is None:
-            return Outcome(run_id, BUSY)
-        try:
-            context = await self._db(self.store.run_context, run_id)
-            state = await RunState.from_string(self.agent, saved, context_override=context)
-            assert state._context is not None  # a restored state has its context
-            counted = _copy_usage(state._context.usage)
-            await self._apply_decisions(run_id, state)
-            result = await self._run(state)
-        except BaseException:
-            await self._db(self.store.keep_state, run_id, saved)
-            raise
+    async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:
+        context = await sync_to_async(self.store.run_context)(run_id)
+        state = await RunState.from_string(self.agent, saved, context_override=context)
+        assert state._context is not None  # a restored state has its context
+        counted = _copy_usage(state._context.usage)
+        await self._apply_decisions(state, reviews)
+        result = await self._run(state)
         return await self._settle(run_id, result, counted=counted)
-
-    async def _db(self, function: Callable[..., Any], *args: Any) -> Any:
-        """A store call off the event loop (on the caller's thread under ``start``/``resume``)."""
-        return await sync_to_async(function)(*args)
 
     async def _run(self, input: Any, context: Any = None) -> RunResult:
         options: dict[str, Any] = {"run_config": self.run_config}
@@ -327,39 +135,35 @@ class ApprovalBridge:
         """Add the new usage; file requests for interruptions, resuming at once when all are decided."""
         while True:
             usage = result.context_wrapper.usage
-            delta = _usage_delta(usage, counted)
-            if any(delta.values()):
-                await self._db(functools.partial(self.store.add_usage, run_id, **delta))
+            await self.add_usage(run_id, _usage_delta(usage, counted))
             counted = _copy_usage(usage)
             if not result.interruptions:
                 return Outcome(run_id, FINISHED, result=result)
             state = result.to_state()
-            reviews = [
-                await self._db(
-                    self.store.request_approval, run_id, item.name, item.call_id, _arguments(item)
-                )
-                for item in result.interruptions
-            ]
+            reviews = await self.file(
+                run_id,
+                (_call(item) for item in result.interruptions),
+            )
             pending = [r for r in reviews if r.pending]
             if pending:
-                await self._db(self.store.keep_state, run_id, state.to_string())
+                await self.wait(run_id, state.to_string())
                 return Outcome(run_id, WAITING, result=result, pending=pending)
-            await self._apply_decisions(run_id, state)
+            await self._apply_decisions(state, reviews)
             result = await self._run(state)
 
-    async def _apply_decisions(self, run_id: str, state: RunState) -> None:
+    async def _apply_decisions(self, state: RunState, reviews: list[Review]) -> None:
         """Apply each interrupted call's decided request to the SDK state."""
-        decided = {r.call_id: r for r in await self._db(self.store.reviews, run_id)}
+        by_call = decided(reviews)
         for item in state.get_interruptions():
-            review = decided.get(item.call_id)
-            if review is None or review.pending:
+            review = by_call.get(_call(item).call_id)
+            if review is None:
                 raise RuntimeError(f"Tool call {item.call_id!r} has no decided approval request.")
             if review.edited:
                 # The SDK runs a call only with the model's arguments (it fingerprints
                 # each invocation and refuses a changed one): the edited call runs here,
                 # and the model's call is answered with its result instead of running.
                 state.reject(item, rejection_message=await self._run_edited(state, item, review))
-            elif review.status == "approved":
+            elif review.approved:
                 state.approve(item, always_approve=review.always)
             else:
                 message = review.reason or (
@@ -398,6 +202,11 @@ class ApprovalBridge:
             f"A reviewer approved this call with edited arguments, {edited}; it ran with them"
             f" and returned: {output}"
         )
+
+
+def _call(item: ToolApprovalItem) -> Call:
+    """An interrupted call as filed (a nameless one is refused as bad input)."""
+    return Call(item.name or "", item.call_id or "", _arguments(item))
 
 
 def _arguments(item: ToolApprovalItem) -> Any:

@@ -24,6 +24,7 @@ it: ``decide`` refuses it and listings (``with_current_status``,
 from datetime import datetime, timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -42,6 +43,8 @@ from agentstate.validation import check_json, check_key
 
 __all__ = [
     "DECIDED_BY_POLICY",
+    "adecide",
+    "arequest_approval",
     "DECIDED_BY_RECORDS",
     "DECISIONS",
     "create_policy",
@@ -279,3 +282,9 @@ def policies(
     if active is not None:
         rows = rows.filter(in_force()) if active else rows.exclude(in_force())
     return rows
+
+
+# The async forms, for async callers (agent frameworks): each runs its function in
+# Django's thread for the database, so the event loop never waits on it.
+arequest_approval = sync_to_async(request_approval)
+adecide = sync_to_async(decide)

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.base_user import AbstractBaseUser
 
 from agentstate.backends import backend
@@ -153,3 +154,15 @@ def set_state(
 ) -> PutResult:
     """Like ``put``, raising on any failure: a lost write is never silent."""
     return put(scope, key, value, owner=owner, actor=actor)
+
+
+# The async forms, for async callers (agent frameworks): each runs its function in
+# Django's thread for the database, so the event loop never waits on it.
+aput = sync_to_async(put)
+aget = sync_to_async(get)
+apush = sync_to_async(push)
+apop = sync_to_async(pop)
+adelete = sync_to_async(delete)
+adelete_scope = sync_to_async(delete_scope)
+aget_state = sync_to_async(get_state)
+aset_state = sync_to_async(set_state)

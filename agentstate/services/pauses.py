@@ -20,6 +20,7 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.db.models import Case, CharField, F, Q, QuerySet, Value, When
 from django.db.models.functions import Now
 
@@ -212,3 +213,13 @@ def cancel(
     """
     _check_keys(chat_id, tool_call_id)
     return _announced(backend().cancel(chat_id, tool_call_id, reach, Actor.of(user, actor)))
+
+
+# The async forms, for async callers (agent frameworks): each runs its function in
+# Django's thread for the database, so the event loop never waits on it.
+aput_pause = sync_to_async(put_pause)
+aput = sync_to_async(put)
+aclaim_pause = sync_to_async(claim_pause)
+aclaim = sync_to_async(claim)
+aresolve = sync_to_async(resolve)
+acancel = sync_to_async(cancel)

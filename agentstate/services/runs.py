@@ -19,6 +19,7 @@ signals of the events an operation wrote go out after commit.
 import uuid
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 
@@ -37,6 +38,13 @@ from agentstate.validation import RUN_ID_RE, check_json, check_key, check_run_id
 
 __all__ = [
     "APPROVE",
+    "aadd_usage",
+    "aapprove",
+    "acreate_run",
+    "aget_run",
+    "ais_tool_approved",
+    "areject",
+    "aupdate_run",
     "MAX_INCREMENT",
     "REJECT",
     "SIDES",
@@ -323,3 +331,14 @@ def rebuild_approvals(
     changed = backend().rebuild_approvals(run_id_of(run), checked, reach, Actor.of(user))
     events.announce(changed.events, Run, changed.value)
     return changed.value.approvals
+
+
+# The async forms, for async callers (agent frameworks): each runs its function in
+# Django's thread for the database, so the event loop never waits on it.
+acreate_run = sync_to_async(create_run)
+aget_run = sync_to_async(get_run)
+aupdate_run = sync_to_async(update_run)
+aadd_usage = sync_to_async(add_usage)
+ais_tool_approved = sync_to_async(is_tool_approved)
+aapprove = sync_to_async(approve)
+areject = sync_to_async(reject)
