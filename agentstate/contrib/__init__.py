@@ -6,15 +6,14 @@ in an ``AppConfig.ready``. A run that waits on a registered bridge resumes by
 itself: deciding its last pending approval request enqueues the Celery task
 ``agentstate.tasks.resume_run``, which resumes it on any worker, exactly once.
 Register the same bridges under the same names in the processes that decide
-(the web server) and in the Celery workers. See docs/bridges.md.
+(the web server) and in the Celery workers. This module imports no model, so an
+``AppConfig`` module may import it. See docs/bridges.md.
 """
 
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Any
-
-from agentstate.validation import check_key
 
 if TYPE_CHECKING:
     from agentstate.contrib.core import Bridge
@@ -30,6 +29,7 @@ def register(name: str, bridge: Bridge) -> Bridge:
     """Name ``bridge`` so that its waiting runs resume by themselves once decided;
     returns it. A name taken by another bridge is replaced."""
     from agentstate import signals
+    from agentstate.validation import check_key
 
     check_key(name, "name")
     bridge.name = name
