@@ -192,6 +192,10 @@ def report(results: dict) -> None:
             f"vs LangGraph PostgresStore @{w}: "
             + ", ".join(f"{op} {ratio:.2f}x {met(ratio, 'peer')}" for op, ratio in pair.items())
         )
+    if "langgraph_peers" in results:
+        from bench import langgraph_ops
+
+        print("\n" + langgraph_ops.report(results["langgraph_peers"]))
     http = results["http"]
     print(
         f"\n{'REST (gunicorn, wrk)':<33}{'req/s':>7}{'DRF':>7}{'bare':>7}{'ratio':>7}{'':7}"
@@ -269,6 +273,10 @@ def markdown(results: dict) -> str:
         f"| {op} | {r['langgraph']['1'][op]:.2f} | {r['langgraph']['8'][op]:.2f} |"
         for op in r["langgraph"]["1"]
     ]
+    if "langgraph_peers" in results:
+        from bench import langgraph_ops
+
+        lines += ["", langgraph_ops.markdown(results["langgraph_peers"]).rstrip("\n")]
     http = results["http"]
     lines += [
         "",
@@ -402,7 +410,7 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("flush", interactive=False, verbosity=0)
-    from bench import scale, web
+    from bench import langgraph_ops, scale, web
 
     results: dict = {"machine": machine(), "quick": args.quick, "seconds": seconds}
     print("machine:", json.dumps(results["machine"]))
@@ -410,6 +418,7 @@ def main() -> None:
         ("pgbench", lambda: pgbench(seconds)),
         ("api_counts", api_counts),
         ("api", lambda: python_api(seconds)),
+        ("langgraph_peers", lambda: langgraph_ops.measure(seconds)),
         ("http", lambda: web.measure(http_seconds, int(http_seconds * 2000))),
         ("push_pop", lambda: scale.push_pop(*((100, 3) if args.quick else (300, 5)))),
         ("sweep", lambda: {str(rows): scale.expiry_sweep(rows) for rows in sweeps}),

@@ -1,14 +1,17 @@
 """AgentStateStore: LangGraph's BaseStore on context variables."""
 
 import time
+from io import StringIO
 
 import pytest
 from asgiref.sync import async_to_sync
+from django.core.management import call_command
 from langgraph.store.base import BaseStore
 
 from agentstate.contrib.langgraph import AgentStateStore
 from agentstate.models import Scope, Variable
 from agentstate.services import context
+from agentstate.services.sweep import sweep
 
 pytestmark = pytest.mark.django_db
 
@@ -91,3 +94,46 @@ def test_the_async_api():
     assert async_to_sync(store.aget)(("a",), "k").value == {"v": 1}
     assert [i.key for i in async_to_sync(store.asearch)(("a",))] == ["k"]
     assert Scope.objects.filter(key="langgraph:a").exists()
+
+
+def test_the_sweep_deletes_expired_items_in_batches_and_keeps_the_rest(store, alice, monkeypatch):
+    for i in range(5):
+        store.put(("t", "a"), f"short-{i}", {"v": i}, ttl=1)
+    store.put(("t", "a"), "long", {"v": "long"}, ttl=60)
+    store.put(("t", "b"), "forever", {"v": "forever"})
+    # Not the store's: a variable of another scope and one of an owned scope, both
+    # with an expires_at long past.
+    context.put("other", "x", {"expires_at": 1.0})
+    context.put("langgraph:t.a", "owned", {"value": 1, "expires_at": 1.0}, owner=alice)
+    later = time.time() + 120
+    monkeypatch.setattr(time, "time", lambda: later)
+    # Before the sweep, no read returns an expired item.
+    assert store.get(("t", "a"), "short-0") is None
+    assert {i.key for i in store.search(("t",))} == {"long", "forever"}
+    assert Variable.objects.filter(name__startswith="short-").count() == 5
+    seen = []
+    result = sweep(batch_size=2, progress=lambda label, total: seen.append((label, total)))
+    assert result.purged_store_items == 5
+    assert [s for s in seen if s[0] == "purged store items"] == [
+        ("purged store items", 2),
+        ("purged store items", 4),
+        ("purged store items", 5),
+    ]
+    assert not Variable.objects.filter(name__startswith="short-").exists()
+    assert store.get(("t", "a"), "long").value == {"v": "long"}
+    assert store.get(("t", "b"), "forever").value == {"v": "forever"}
+    assert set(Variable.objects.values_list("scope__key", "name")) == {
+        ("langgraph:t.a", "long"),
+        ("langgraph:t.b", "forever"),
+        ("other", "x"),
+        ("langgraph:t.a", "owned"),
+    }
+    assert sweep().purged_store_items == 0  # idempotent
+    # Past the long item's TTL too: the management command's sweep deletes it.
+    monkeypatch.setattr(time, "time", lambda: later + 3600)
+    assert store.get(("t", "a"), "long") is None
+    out = StringIO()
+    call_command("agentstate_expire", stdout=out)
+    assert "purged store items: 1" in out.getvalue()
+    assert store.list_namespaces() == [("t", "b")]
+    assert store.sweep_ttl() == 0

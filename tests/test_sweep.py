@@ -74,6 +74,7 @@ def test_sweep_is_idempotent():
         "purged_pauses": 0,
         "purged_events": 0,
         "purged_threads": 0,
+        "purged_store_items": 0,
     }
     assert Event.objects.filter(kind="pause.expired").count() == 1
 
@@ -151,6 +152,7 @@ def test_the_task_runs_the_sweep_and_returns_its_counts():
         "purged_pauses": 0,
         "purged_events": 0,
         "purged_threads": 0,
+        "purged_store_items": 0,
     }
     assert expire_pauses.name == "agentstate.tasks.expire_pauses"
 

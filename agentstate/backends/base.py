@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from agentstate.models import ApprovalPolicy, ApprovalRequest, Budget, Event, PausedRun, Run
 
 Records = dict[str, dict[str, bool | list[str]]]
+# The scopes of LangGraph's store (``agentstate.contrib.langgraph.AgentStateStore``): the
+# site's own (no owner) whose key starts with this.
+STORE_PREFIX = "langgraph:"
 Owner = int | str | None
 T = TypeVar("T")
 
@@ -496,6 +499,12 @@ class Backend(abc.ABC):
     def purge_threads(self, size: int, ttl: timedelta) -> int:
         """Delete LangGraph threads last put more than ``ttl`` ago, with their
         checkpoints, values and writes; how many threads."""
+
+    @abc.abstractmethod
+    def purge_store_items(self, size: int, now: float) -> int:
+        """Delete the LangGraph store's items (the variables of the site's scopes keyed
+        ``STORE_PREFIX``...) whose ``expires_at`` (epoch seconds, in the value) is at
+        most ``now``; how many."""
 
     @abc.abstractmethod
     def purge_events(self, size: int, retention: timedelta) -> int:

@@ -3,9 +3,11 @@
 Marks pending pauses past ``expires_at`` expired, marks pending approval
 requests older than ``APPROVAL_TTL`` expired, deletes resolved and expired
 pauses older than ``RETENTION``, events (with their webhook deliveries and
-attempts) older than ``EVENT_RETENTION`` and, when ``THREAD_TTL`` is set,
+attempts) older than ``EVENT_RETENTION``, when ``THREAD_TTL`` is set,
 LangGraph threads (with their checkpoints, values and writes) not written for
-longer. All by the database clock, in
+longer, and the LangGraph store's items past their TTL. All by the database
+clock (the store's items by the epoch clock their expiry was written and is
+read with, this process's ``time.time()``), in
 batches of ``SWEEP_BATCH_SIZE``: each batch is one operation of the
 database's backend (``agentstate.backends``), which locks its rows without
 waiting (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so two sweeps at once take
@@ -19,6 +21,7 @@ Correctness never depends on the sweep: a claim or a decision checks the
 expiry itself. The sweep makes the state visible and keeps tables small.
 """
 
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -39,6 +42,7 @@ class SweepResult:
     purged_pauses: int = 0
     purged_events: int = 0
     purged_threads: int = 0
+    purged_store_items: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -99,4 +103,13 @@ def sweep(*, batch_size: int | None = None, progress: Progress | None = None) ->
         else _in_batches(
             lambda n: store.purge_threads(n, thread_ttl), size, "purged threads", progress
         ),
+        purged_store_items=purge_store_items(store, size, progress),
+    )
+
+
+def purge_store_items(store: Backend, size: int, progress: Progress | None = None) -> int:
+    """Delete the LangGraph store's expired items, ``size`` per batch; how many."""
+    now = time.time()
+    return _in_batches(
+        lambda n: store.purge_store_items(n, now), size, "purged store items", progress
     )

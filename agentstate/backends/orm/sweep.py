@@ -11,8 +11,16 @@ from datetime import timedelta
 from django.db.models.functions import Now
 
 from agentstate import events
-from agentstate.backends.base import SWEEPER, Changed
-from agentstate.models import ApprovalRequest, Delivery, DeliveryAttempt, Event, PausedRun
+from agentstate.backends.base import STORE_PREFIX, SWEEPER, Changed
+from agentstate.models import (
+    ApprovalRequest,
+    Delivery,
+    DeliveryAttempt,
+    Element,
+    Event,
+    PausedRun,
+    Variable,
+)
 
 from .operations import Operations
 
@@ -119,3 +127,23 @@ class SweepOperations(Operations):
             self.rows(Delivery).filter(event_id__in=old).delete()
             self.rows(Event).filter(pk__in=old).delete()
         return len(old)
+
+    def purge_store_items(self, size: int, now: float) -> int:
+        return self.atomic(self._purge_store_items, size, now)
+
+    def _purge_store_items(self, size: int, now: float) -> int:
+        expired = list(
+            self.rows(Variable)
+            .filter(
+                scope__owner__isnull=True,
+                scope__key__startswith=STORE_PREFIX,
+                value__expires_at__lte=now,
+            )
+            .select_for_update(skip_locked=True, of=("self",))
+            .order_by()
+            .values_list("pk", flat=True)[:size]
+        )
+        if expired:
+            self.rows(Element).filter(variable_id__in=expired).delete()
+            self.rows(Variable).filter(pk__in=expired).delete()
+        return len(expired)

@@ -4,7 +4,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
-from agentstate.backends.base import SWEEPER, Changed
+from agentstate.backends.base import STORE_PREFIX, SWEEPER, Changed
 from agentstate.events import from_json
 
 
@@ -28,3 +28,6 @@ class SweepOperations:
 
     def purge_events(self, size: int, retention: timedelta) -> int:
         return cast(int, self.call("purge_events", size, retention)["count"])
+
+    def purge_store_items(self, size: int, now: float) -> int:
+        return cast(int, self.call("purge_store_items", size, STORE_PREFIX, now)["count"])

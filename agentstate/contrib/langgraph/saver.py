@@ -39,6 +39,8 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from agentstate.backends import Backend, Blob, StoredCheckpoint, Write, backend
 
+from .connections import Borrowed
+
 logger = logging.getLogger(__name__)
 
 STRATEGIES = ("keep_latest", "delete")
@@ -82,6 +84,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             raise ValueError("on_fork must be 'mark' or 'raise'.")
         self.using = using or DEFAULT_DB_ALIAS
         self.on_fork = on_fork
+        self.borrowed = Borrowed(self.using)
 
     @property
     def backend(self) -> Backend:
@@ -114,11 +117,12 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config["configurable"]
-        stored = self.backend.checkpoint(
-            configurable["thread_id"],
-            configurable.get("checkpoint_ns", ""),
-            get_checkpoint_id(config),
-        )
+        with self.borrowed.connection():
+            stored = self.backend.checkpoint(
+                configurable["thread_id"],
+                configurable.get("checkpoint_ns", ""),
+                get_checkpoint_id(config),
+            )
         return None if stored is None else self._tuple(stored)
 
     def list(
@@ -132,14 +136,15 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         if limit is not None and limit <= 0:
             return
         configurable = (config or {}).get("configurable", {})
-        found = self.backend.checkpoints(
-            configurable.get("thread_id"),
-            configurable.get("checkpoint_ns"),
-            get_checkpoint_id(config) if config else None,
-            jsonable(filter) if filter else None,
-            get_checkpoint_id(before) if before else None,
-            limit,
-        )
+        with self.borrowed.connection():
+            found = self.backend.checkpoints(
+                configurable.get("thread_id"),
+                configurable.get("checkpoint_ns"),
+                get_checkpoint_id(config) if config else None,
+                jsonable(filter) if filter else None,
+                get_checkpoint_id(before) if before else None,
+                limit,
+            )
         for stored in found:
             yield self._tuple(stored)
 
@@ -165,16 +170,19 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             else:
                 blobs.append((channel, str(version), "empty", None))
         parent = configurable.get("checkpoint_id")
-        forked = self.backend.put_checkpoint(
-            thread_id,
-            checkpoint_ns,
-            checkpoint["id"],
-            parent,
-            json.loads(json.dumps(rest)),
-            jsonable(get_serializable_checkpoint_metadata(config, metadata)),
-            blobs,
-            self.on_fork == "raise",
-        )
+        body = json.loads(json.dumps(rest))
+        meta = jsonable(get_serializable_checkpoint_metadata(config, metadata))
+        with self.borrowed.connection():
+            forked = self.backend.put_checkpoint(
+                thread_id,
+                checkpoint_ns,
+                checkpoint["id"],
+                parent,
+                body,
+                meta,
+                blobs,
+                self.on_fork == "raise",
+            )
         if forked:
             logger.warning(
                 "LangGraph thread %r (namespace %r) forked: checkpoint %s put on %s, "
@@ -198,28 +206,33 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             (WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value))
             for idx, (channel, value) in enumerate(writes)
         ]
-        self.backend.put_checkpoint_writes(
-            configurable["thread_id"],
-            configurable.get("checkpoint_ns", ""),
-            configurable["checkpoint_id"],
-            task_id,
-            task_path,
-            rows,
-        )
+        with self.borrowed.connection():
+            self.backend.put_checkpoint_writes(
+                configurable["thread_id"],
+                configurable.get("checkpoint_ns", ""),
+                configurable["checkpoint_id"],
+                task_id,
+                task_path,
+                rows,
+            )
 
     def delete_thread(self, thread_id: str) -> None:
-        self.backend.delete_threads([thread_id])
+        with self.borrowed.connection():
+            self.backend.delete_threads([thread_id])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        self.backend.delete_checkpoint_runs([str(run_id) for run_id in run_ids])
+        with self.borrowed.connection():
+            self.backend.delete_checkpoint_runs([str(run_id) for run_id in run_ids])
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        self.backend.copy_thread(source_thread_id, target_thread_id)
+        with self.borrowed.connection():
+            self.backend.copy_thread(source_thread_id, target_thread_id)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, not {strategy!r}.")
-        self.backend.prune_threads(list(thread_ids), strategy == "keep_latest")
+        with self.borrowed.connection():
+            self.backend.prune_threads(list(thread_ids), strategy == "keep_latest")
 
     def get_next_version(self, current: str | None, channel: None) -> str:
         """``"<32-digit counter>.<random>"``, what LangGraph's own savers use."""

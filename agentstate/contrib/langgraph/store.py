@@ -8,7 +8,8 @@ and ``"expires_at"`` (epoch seconds). Writes go through the database's
 backend like every context variable's; reads are one query each.
 
 Every read checks expiry itself, so an expired item is never returned, nor
-its namespace listed, whether or not a sweep (``sweep_ttl``) deleted it yet.
+its namespace listed, whether or not the sweep (``agentstate.services.sweep``,
+which the Celery task and ``manage.py agentstate_expire`` run) deleted it yet.
 A read refreshes the TTL of what it returns when asked to (the TTL config's
 ``refresh_on_read``, by default); a refresh that meets a newer write keeps
 that write. No semantic index: a search's ``query`` is ignored.
@@ -39,11 +40,13 @@ from langgraph.store.base import (
 )
 
 from agentstate.backends import Backend, backend
+from agentstate.backends.base import STORE_PREFIX
 from agentstate.exceptions import NotFound, VersionMismatch
 from agentstate.models import Variable
+from agentstate.services.sweep import purge_store_items
 from agentstate.validation import check_key
 
-PREFIX = "langgraph:"
+PREFIX = STORE_PREFIX
 ACTOR = "langgraph"
 
 
@@ -237,22 +240,10 @@ class AgentStateStore(BaseStore):
         return sorted(namespaces)[op.offset : op.offset + op.limit]
 
     def sweep_ttl(self, batch_size: int = 1000) -> int:
-        """Delete the expired items, ``batch_size`` at a time; how many."""
-        total = 0
-        while True:
-            expired = list(
-                Variable.objects.using(self.using)
-                .filter(
-                    scope__owner__isnull=True,
-                    scope__key__startswith=PREFIX,
-                    value__expires_at__lte=time.time(),
-                )
-                .values_list("pk", flat=True)[:batch_size]
-            )
-            if not expired:
-                return total
-            Variable.objects.using(self.using).filter(pk__in=expired).delete()
-            total += len(expired)
+        """Delete the expired items, ``batch_size`` at a time; how many. The sweep
+        (``agentstate.services.sweep.sweep``) does it too, on the default database;
+        this is its step for the store's database alone."""
+        return purge_store_items(self.backend, batch_size)
 
     async def asweep_ttl(self, batch_size: int = 1000) -> int:
         return await sync_to_async(self.sweep_ttl)(batch_size)

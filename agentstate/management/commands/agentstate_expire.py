@@ -39,7 +39,8 @@ class Command(BaseCommand):
                 f"expired approval requests: {result.expired_approval_requests}\n"
                 f"purged pauses: {result.purged_pauses}\n"
                 f"purged events: {result.purged_events}\n"
-                f"purged threads: {result.purged_threads}"
+                f"purged threads: {result.purged_threads}\n"
+                f"purged store items: {result.purged_store_items}"
             )
         # Sites on cron have no Celery worker: send the webhook deliveries that are due.
         due = webhooks.due()

@@ -145,3 +145,26 @@ LANGUAGE sql AS $$
     )
     SELECT jsonb_build_object('count', count(*)) FROM gone
 $$;
+
+-- The sweep: one batch of the store's items (AgentStateStore: the variables of
+-- the site's scopes keyed p_prefix...) whose expires_at (epoch seconds) is at
+-- most p_now (an item being written is locked, so skipped).
+CREATE FUNCTION agentstate_purge_store_items(
+    p_size integer, p_prefix text, p_now double precision
+) RETURNS jsonb
+LANGUAGE sql AS $$
+    WITH batch AS (
+        SELECT v.id FROM agentstate_variable v
+        JOIN agentstate_scope s ON s.id = v.scope_id
+        WHERE s.owner_id IS NULL AND starts_with(s.key, p_prefix)
+          AND jsonb_typeof(v.value -> 'expires_at') = 'number'
+          AND (v.value ->> 'expires_at')::double precision <= p_now
+        LIMIT p_size
+        FOR UPDATE OF v SKIP LOCKED
+    ), elements AS (
+        DELETE FROM agentstate_element e USING batch WHERE e.variable_id = batch.id
+    ), gone AS (
+        DELETE FROM agentstate_variable v USING batch WHERE v.id = batch.id RETURNING 1
+    )
+    SELECT jsonb_build_object('count', count(*)) FROM gone
+$$;

@@ -1,0 +1,83 @@
+"""The database connections of the LangGraph adapter's calls from passing threads.
+
+Django opens a connection per thread and keeps it for the thread's life. A
+sync graph's ``invoke`` runs the checkpointer's writes in a thread pool made
+for that invoke, so each invoke's threads would open connections of their
+own (a connection's setup costs more than the graph's work) and leave them
+to the garbage collector. Instead, a call made in a thread without an open
+connection of its own borrows one of the saver's: the connection is the
+thread's for that call (``connections[alias]``), then goes back to the
+saver's idle ones (at most ``IDLE`` kept, the others closed). A thread with
+its own open connection (a request's, one inside ``atomic``) always uses it.
+
+A connection that failed in a call is closed unless still usable; a forked
+process starts with none (the parent's stay the parent's).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import connections
+
+IDLE = 8  # idle connections kept per saver and process
+_inherited: list[Any] = []  # a parent's connections: never closed (nor freed) in a child
+
+
+class Borrowed:
+    """The connections lent to the calls of passing threads, for the database ``alias``."""
+
+    def __init__(self, alias: str) -> None:
+        self.alias = alias
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def _take(self) -> Any:
+        with self._lock:
+            if self._pid != os.getpid():
+                _inherited.extend(self._idle)
+                self._idle, self._pid = [], os.getpid()
+            if self._idle:
+                return self._idle.pop()
+        wrapper = connections.create_connection(self.alias)
+        wrapper.inc_thread_sharing()  # lent to one thread at a time, by many threads
+        return wrapper
+
+    def _give(self, wrapper: Any) -> None:
+        if wrapper.connection is not None and wrapper.errors_occurred:
+            if wrapper.is_usable():
+                wrapper.errors_occurred = False
+            else:
+                wrapper.close()
+        with self._lock:
+            if len(self._idle) < IDLE and self._pid == os.getpid():
+                self._idle.append(wrapper)
+                return
+        wrapper.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[None]:
+        """The calls inside on this thread's open connection, or on a lent one."""
+        own = connections[self.alias]
+        if own.connection is not None or own.in_atomic_block:
+            yield
+            return
+        wrapper = self._take()
+        connections[self.alias] = wrapper
+        try:
+            yield
+        finally:
+            connections[self.alias] = own
+            self._give(wrapper)
+
+    def close(self) -> None:
+        """Close the idle connections."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for wrapper in idle:
+            wrapper.close()

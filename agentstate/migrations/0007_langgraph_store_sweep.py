@@ -1,0 +1,16 @@
+"""The PostgreSQL functions again: ``agentstate_purge_store_items``, the sweep's batch of
+expired LangGraph store items (nothing on other databases)."""
+
+from django.db import migrations
+
+from agentstate.backends import postgresql
+
+
+def install(apps, schema_editor):
+    postgresql.install(schema_editor)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("agentstate", "0006_langgraph")]
+
+    operations = [migrations.RunPython(install, migrations.RunPython.noop, elidable=False)]
