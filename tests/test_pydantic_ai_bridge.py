@@ -7,6 +7,7 @@ decides through the service layer in another thread; a bridge built afresh
 """
 
 import threading
+from pathlib import Path
 
 import pytest
 from celery import current_app
@@ -326,3 +327,14 @@ def test_a_registered_bridge_resumes_when_the_last_request_is_decided(reviewer):
     assert mailer.sent == ["bob"]
     assert ServiceStore().peek_state("run-auto") is None
     assert Run.objects.get(run_id="run-auto").usage == usage_of(2)
+
+
+def test_the_guides_example_runs_as_it_is(capsys):
+    """The example of docs/pydantic-ai.md, run as a reader pastes it into
+    ``manage.py shell``: it prints what its comments say."""
+    guide = (Path(__file__).resolve().parent.parent / "docs/pydantic-ai.md").read_text()
+    example = guide.split("This example runs as it is", 1)[1].split("```python\n", 1)[1]
+    example = example.split("```", 1)[0]
+    exec(compile(example, "docs/pydantic-ai.md", "exec"), {"__name__": "__main__"})
+    said = [line.split("# ", 1)[1] for line in example.splitlines() if "print(" in line]
+    assert capsys.readouterr().out.splitlines() == said
