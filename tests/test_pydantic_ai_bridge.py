@@ -6,6 +6,7 @@ decides through the service layer in another thread; a bridge built afresh
 (as another process would) resumes the run from the kept history.
 """
 
+import asyncio
 import threading
 from pathlib import Path
 
@@ -338,3 +339,22 @@ def test_the_guides_example_runs_as_it_is(capsys):
     exec(compile(example, "docs/pydantic-ai.md", "exec"), {"__name__": "__main__"})
     said = [line.split("# ", 1)[1] for line in example.splitlines() if "print(" in line]
     assert capsys.readouterr().out.splitlines() == said
+
+
+def test_the_async_forms_and_deps_that_query_the_database(reviewer):
+    """``astart`` and ``aresume`` on an event loop; ``deps`` runs off it, so the ORM works."""
+    from django.contrib.auth import get_user_model
+
+    def deps(run_id, run_context):
+        return get_user_model().objects.get(pk=run_context["user"]).username
+
+    first = Mailer([ToolCallPart("archive", {"folder": "old"}, tool_call_id="call-1")])
+    outcome = asyncio.run(
+        first.bridge(deps=deps).astart("archive", run_id="run-async", context={"user": reviewer.pk})
+    )
+    assert outcome.status == WAITING
+    review_in_thread(outcome.pending[0].id, "approve", reviewer)
+    later = Mailer(done("archived"))
+    outcome = asyncio.run(later.bridge(deps=deps).aresume("run-async"))
+    assert outcome.status == FINISHED and outcome.final_output == "archived"
+    assert later.sent == ["archive old for reviewer"]

@@ -109,7 +109,8 @@ class DeferredBridge(Bridge, Generic[DepsT]):
 
     ``deps`` builds the agent's dependencies for each step of a run, in
     whichever process runs it, from the run id and the agentstate run's context
-    (read afresh on every resume): ``deps(run_id, context)``. Without it the
+    (read afresh on every resume): ``deps(run_id, context)``, called off the event
+    loop (it may query the database). Without it the
     agent runs with ``deps=None``. ``model``, ``model_settings`` and
     ``usage_limits`` are passed to every ``agent.run`` (each step is one run,
     so a usage limit holds per step).
@@ -171,7 +172,8 @@ class DeferredBridge(Bridge, Generic[DepsT]):
             "usage_limits": self.usage_limits,
         }
         if self.deps is not None:
-            options["deps"] = self.deps(run_id, context)
+            # off the event loop, so that it may query the database
+            options["deps"] = await off_loop(self.deps)(run_id, context)
         return await self.agent.run(prompt, **options)
 
     async def _settle(self, run_id: str, context: Any, result: AgentRunResult[Any]) -> Outcome:
