@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from asgiref.sync import sync_to_async
 from celery import current_app
 from django.db import connections
 from pydantic_ai import (
@@ -341,6 +342,20 @@ def test_the_guides_example_runs_as_it_is(capsys):
     assert capsys.readouterr().out.splitlines() == said
 
 
+def on_a_loop(coroutine):
+    """Run ``coroutine`` as an async caller would, on an event loop of its own; then close
+    the connection of the thread the database calls ran in (asgiref's, outside any
+    ``async_to_sync``)."""
+
+    async def run_and_close():
+        try:
+            return await coroutine
+        finally:
+            await sync_to_async(connections.close_all)()
+
+    return asyncio.run(run_and_close())
+
+
 def test_the_async_forms_and_deps_that_query_the_database(reviewer):
     """``astart`` and ``aresume`` on an event loop; ``deps`` runs off it, so the ORM works."""
     from django.contrib.auth import get_user_model
@@ -349,12 +364,12 @@ def test_the_async_forms_and_deps_that_query_the_database(reviewer):
         return get_user_model().objects.get(pk=run_context["user"]).username
 
     first = Mailer([ToolCallPart("archive", {"folder": "old"}, tool_call_id="call-1")])
-    outcome = asyncio.run(
+    outcome = on_a_loop(
         first.bridge(deps=deps).astart("archive", run_id="run-async", context={"user": reviewer.pk})
     )
     assert outcome.status == WAITING
     review_in_thread(outcome.pending[0].id, "approve", reviewer)
     later = Mailer(done("archived"))
-    outcome = asyncio.run(later.bridge(deps=deps).aresume("run-async"))
+    outcome = on_a_loop(later.bridge(deps=deps).aresume("run-async"))
     assert outcome.status == FINISHED and outcome.final_output == "archived"
     assert later.sent == ["archive old for reviewer"]
