@@ -1,10 +1,10 @@
 """agentstate without its extras: Django alone runs the core, and each missing part says why.
 
 A site with nothing but Django and agentstate (``tests/fresh_site/core_settings.py``)
-runs in a subprocess in which DRF, Celery, the Agents SDK, LangGraph, httpx and psycopg
-cannot be imported: the models, services, admin and the expiry command work;
-the REST API's URLconf, the Celery task, the SDK bridge and the LangGraph
-adapter raise
+runs in a subprocess in which DRF, Celery, the Agents SDK, LangGraph, Pydantic AI,
+httpx and psycopg cannot be imported: the models, services, admin and the expiry
+command work; the REST API's URLconf, the Celery task, the SDK bridge, the
+LangGraph adapter and the Pydantic AI bridge raise
 ``MissingExtra`` (an ``ImproperlyConfigured`` and an ``ImportError``) naming
 the extra to install.
 """
@@ -51,7 +51,13 @@ def test_the_core_works_with_django_alone(core_site):
 
 @pytest.mark.parametrize(
     "part, extra",
-    [("api", "api"), ("tasks", "celery"), ("agents", "agents"), ("langgraph", "langgraph")],
+    [
+        ("api", "api"),
+        ("tasks", "celery"),
+        ("agents", "agents"),
+        ("langgraph", "langgraph"),
+        ("pydantic_ai", "pydantic-ai"),
+    ],
 )
 def test_a_part_without_its_extra_names_it(core_site, part, extra):
     name, is_import_error, message = core_site[part]

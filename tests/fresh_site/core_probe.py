@@ -13,6 +13,7 @@ HIDDEN = {
     "agents",
     "langgraph",
     "langchain_core",
+    "pydantic_ai",
     "httpx",
     "agentstate_client",
     "psycopg",
@@ -71,6 +72,7 @@ out["api"] = refusal(lambda: include("agentstate.api.urls"))
 out["tasks"] = refusal(lambda: __import__("agentstate.tasks"))
 out["agents"] = refusal(lambda: __import__("agentstate.contrib.openai_agents"))
 out["langgraph"] = refusal(lambda: __import__("agentstate.contrib.langgraph"))
+out["pydantic_ai"] = refusal(lambda: __import__("agentstate.contrib.pydantic_ai"))
 
 import io  # noqa: E402
 
