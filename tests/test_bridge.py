@@ -5,17 +5,15 @@ decides it through the service layer in another thread; a bridge built
 afresh (as another process would) resumes the run from the stored state.
 """
 
-import threading
-
 import pytest
 from agents import Agent, ModelResponse, RunConfig, Usage, function_tool
 from agents.models.interface import Model
 from agents.testing import assistant_message, function_call
-from django.db import connections
 
 from agentstate.contrib.openai_agents import BUSY, FINISHED, WAITING, ApprovalBridge, ServiceStore
 from agentstate.models import ApprovalRequest, Run
 from agentstate.services import approvals
+from tests.bridging import review_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,25 +81,6 @@ def done(text: str = "done") -> list:
 @pytest.fixture
 def reviewer(make_user):
     return make_user("reviewer", "agentstate.decide_approvalrequest")
-
-
-def review_in_thread(request_id: int, decision: str, user, **options) -> None:
-    """A reviewer deciding through the service layer, in its own thread and connection."""
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            request = ApprovalRequest.objects.get(pk=request_id)
-            approvals.decide(request, decision, by=user, **options)
-        except BaseException as error:  # noqa: BLE001 - reported to the test
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join(60)
-    assert not thread.is_alive() and not errors, errors
 
 
 def test_approved_call_runs_once_after_the_reviewer_decides(reviewer):

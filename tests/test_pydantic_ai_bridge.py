@@ -7,7 +7,6 @@ decides through the service layer in another thread; a bridge built afresh
 """
 
 import asyncio
-import threading
 from pathlib import Path
 
 import pytest
@@ -43,6 +42,7 @@ from agentstate.contrib.pydantic_ai import (
 from agentstate.exceptions import BadInput, RunExists
 from agentstate.models import ApprovalRequest, Run
 from agentstate.services import approvals, context
+from tests.bridging import review_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -120,25 +120,6 @@ def done(text: str = "done") -> list:
 @pytest.fixture
 def reviewer(make_user):
     return make_user("reviewer", "agentstate.decide_approvalrequest")
-
-
-def review_in_thread(request_id: int, decision: str, user, **options) -> None:
-    """A reviewer deciding through the service layer, in its own thread and connection."""
-    errors: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            request = ApprovalRequest.objects.get(pk=request_id)
-            approvals.decide(request, decision, by=user, **options)
-        except BaseException as error:  # noqa: BLE001 - reported to the test
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=work)
-    thread.start()
-    thread.join(60)
-    assert not thread.is_alive() and not errors, errors
 
 
 def test_approved_call_runs_once_after_the_reviewer_decides(reviewer):
