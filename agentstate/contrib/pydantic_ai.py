@@ -180,7 +180,7 @@ class DeferredBridge(Bridge, Generic[DepsT]):
         """Add the step's usage; file requests for its deferred calls, going on at once
         while all of them are decided when filed (by a policy or the run's records)."""
         while True:
-            await self.add_usage(run_id, _usage_delta(_run_usage(result)))
+            await self.add_usage(run_id, _usage_delta(result.usage))
             requests = result.output
             if not isinstance(requests, DeferredToolRequests):
                 return Outcome(run_id, FINISHED, result=result)
@@ -276,22 +276,13 @@ def _load(run_id: str, saved: Any) -> tuple[list[ModelMessage], list[str]]:
     return history, list(saved["calls"])
 
 
-def _run_usage(result: AgentRunResult[Any]) -> RunUsage:
-    """The run's usage: a property of the result (a method before Pydantic AI 2)."""
-    usage: Any = result.usage
-    return usage if isinstance(usage, RunUsage) else usage()
-
-
 def _usage_delta(usage: RunUsage) -> UsageDelta:
     """A step's usage in agentstate's flat form (each ``agent.run`` counts its own)."""
-    reasoning = getattr(usage, "output_reasoning_tokens", 0) or usage.details.get(
-        "reasoning_tokens", 0
-    )
     return {
         "requests": usage.requests,
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "total_tokens": usage.total_tokens,
         "cached_tokens": usage.cache_read_tokens,
-        "reasoning_tokens": reasoning,
+        "reasoning_tokens": usage.output_reasoning_tokens,
     }
