@@ -50,6 +50,8 @@ except ImportError as error:
     raise missing("agents", "agentstate.contrib.openai_agents", error) from error
 from asgiref.sync import async_to_sync, sync_to_async
 
+from agentstate.contrib.openai_agents_session import SESSION_SCOPE as SESSION_SCOPE
+from agentstate.contrib.openai_agents_session import AgentStateSession as AgentStateSession
 from agentstate.exceptions import ScopeNotFound, VariableNotFound
 
 logger = logging.getLogger(__name__)

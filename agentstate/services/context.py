@@ -111,7 +111,12 @@ def push(scope: str, name: str, value: Any, *, owner: Owner = None, actor: str =
 
 
 def extend(
-    scope: str, name: str, values: list[Any], *, owner: Owner = None, actor: str = ""
+    scope: str,
+    name: str,
+    values: list[Any] | tuple[Any, ...],
+    *,
+    owner: Owner = None,
+    actor: str = "",
 ) -> PushResult:
     """Append each of ``values`` (a non-empty list) as one element, in order, in one
     atomic step: no other writer's element lands between them. Absent becomes
