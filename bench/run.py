@@ -12,7 +12,8 @@ authenticated by DRF's ``TokenAuthentication`` doing one UPDATE or SELECT,
 with a bare Django view beside it as the limit, and no failed responses;
 push and pop at the longest list within 1.5x of their cost at the shortest;
 filing an approval request with a webhook within 1.1x of it without one, and
-add_usage under a run's and a user's budget within 1.2x of it without any.
+add_usage under a run's and a user's budget within 1.2x of it without any;
+the Agents SDK session (``bench/sessions.py``) faster than the SDK's SQLAlchemySession.
 The round trips are counted too (``TRIPS``): one per operation, and per
 request the token lookup and the operation.
 
@@ -410,7 +411,7 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("flush", interactive=False, verbosity=0)
-    from bench import langgraph_ops, scale, web
+    from bench import langgraph_ops, scale, sessions, web
 
     results: dict = {"machine": machine(), "quick": args.quick, "seconds": seconds}
     print("machine:", json.dumps(results["machine"]))
@@ -423,6 +424,7 @@ def main() -> None:
         ("push_pop", lambda: scale.push_pop(*((100, 3) if args.quick else (300, 5)))),
         ("sweep", lambda: {str(rows): scale.expiry_sweep(rows) for rows in sweeps}),
         ("retention", lambda: {str(rows): scale.retention_sweep(rows) for rows in sweeps}),
+        ("sessions", lambda: sessions.measure(seconds)),
     ]
     for name, step in steps:
         print(f"{name}...", flush=True)
@@ -430,6 +432,7 @@ def main() -> None:
     results["ratios"] = ratios(results)
     results["total_seconds"] = round(time.perf_counter() - began, 1)
     report(results)
+    sessions.table(results["sessions"])
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / time.strftime("%Y%m%d-%H%M%S")
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")

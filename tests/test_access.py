@@ -152,6 +152,16 @@ CASES = [
         setup=with_scope,
     ),
     Case(
+        "context-list",
+        "get",
+        "/api/context/list/",
+        lambda c: {"scope": "s", "name": "l", "last": 1},
+        200,
+        "view_scope",
+        (),
+        setup=with_scope,
+    ),
+    Case(
         "context-put",
         "put",
         "/api/context/",

@@ -1,4 +1,4 @@
-"""push, pop and put against a Python model of the rules in docs/concepts.md (hypothesis)."""
+"""push, extend, pop, put and get_list against a Python model of the rules in docs/concepts.md (hypothesis)."""
 
 import uuid
 
@@ -20,7 +20,9 @@ values = scalars | st.lists(scalars, max_size=3) | st.dictionaries(text, scalars
 operations = st.lists(
     st.tuples(st.just("push"), values)
     | st.tuples(st.just("pop"), st.sampled_from(["LIFO", "FIFO", "lifo", "fifo"]))
-    | st.tuples(st.just("put"), values),
+    | st.tuples(st.just("put"), values)
+    | st.tuples(st.just("extend"), st.lists(values, min_size=1, max_size=3))
+    | st.tuples(st.just("get_list"), st.none() | st.integers(1, 5)),
     max_size=25,
 )
 
@@ -33,6 +35,32 @@ def model_push(state, value):
     if isinstance(state, list):
         return [*state, value]
     raise TypeConflict
+
+
+def model_extend(state, items):
+    if state is ABSENT:
+        return list(items)
+    if isinstance(state, str):
+        return [state, *items]
+    if isinstance(state, list):
+        return [*state, *items]
+    raise TypeConflict
+
+
+def model_get_list(state, last):
+    if state is ABSENT:
+        raise NotFound  # scope not found before the first write, then variable not found
+    if isinstance(state, str):
+        return [state]
+    if not isinstance(state, list):
+        raise TypeConflict
+    return state if last is None else state[-last:]
+
+
+def call(op, scope, name, argument):
+    if op == "get_list":
+        return context.get_list(scope, name, last=argument)
+    return getattr(context, op)(scope, name, argument)
 
 
 def model_pop(state, mode):
@@ -55,27 +83,36 @@ def model_pop(state, mode):
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(operations)
-def test_push_pop_and_put_follow_the_list_model(ops):
+def test_push_extend_pop_put_and_get_list_follow_the_list_model(ops):
     scope, name = f"prop/{uuid.uuid4()}", "v"
     state, version = ABSENT, 0
     for op, argument in ops:
         try:
             if op == "push":
                 expected = model_push(state, argument)
+            elif op == "extend":
+                expected = model_extend(state, argument)
+            elif op == "get_list":
+                expected, read = state, model_get_list(state, argument)
             elif op == "pop":
                 expected, popped = model_pop(state, argument)
             else:
                 expected = argument
         except (TypeConflict, NotFound) as refusal:
             with pytest.raises(type(refusal)):
-                getattr(context, op)(scope, name, argument)
+                call(op, scope, name, argument)
         else:
-            result = getattr(context, op)(scope, name, argument)
+            result = call(op, scope, name, argument)
             if op == "pop":
                 assert result == popped
-            elif op == "push":
+            elif op in ("push", "extend"):
                 assert result.length == len(expected)
-            state, version = expected, (0 if expected is ABSENT else version + 1)
+            elif op == "get_list":
+                assert result.values == read
+                assert result.length == (len(state) if isinstance(state, list) else 1)
+            changed = op != "get_list"
+            state = expected
+            version = 0 if expected is ABSENT else version + changed
         stored = Variable.objects.filter(scope__key=scope, name=name).first()
         if state is ABSENT:
             assert stored is None

@@ -68,6 +68,15 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
+class QueryIntegerField(serializers.IntegerField):
+    """A query parameter's integer: decimal digits only (no sign, point or space)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if not isinstance(data, str) or not data.isascii() or not data.isdigit():
+            raise serializers.ValidationError("Must be an integer.", code="invalid")
+        return super().to_internal_value(data)
+
+
 class AnyJSONField(serializers.JSONField):
     """Any JSON value, ``null`` included, within the depth limit."""
 

@@ -7,6 +7,7 @@ from agentstate.models import Scope
 from .fields import (
     AnyJSONField,
     KeyField,
+    QueryIntegerField,
     QuerySerializer,
     StrictCharField,
     StrictIntegerField,
@@ -36,6 +37,27 @@ class ContextDeleteQuery(OwnerMixin, QuerySerializer):
 class ContextValues(serializers.Serializer):
     scope = serializers.CharField()
     values = serializers.DictField(child=serializers.JSONField(allow_null=True))
+
+
+class ListQuery(OwnerMixin, QuerySerializer):
+    scope = KeyField()
+    name = KeyField()
+    last = QueryIntegerField(
+        required=False,
+        min_value=1,
+        max_value=2**63 - 1,
+        help_text="Only the list's last this many elements (default: all of them).",
+    )
+
+
+class ListValues(serializers.Serializer):
+    scope = serializers.CharField()
+    name = serializers.CharField()
+    values = serializers.ListField(
+        child=serializers.JSONField(allow_null=True),
+        help_text="The elements in order (the last `last` of them when given).",
+    )
+    length = serializers.IntegerField(help_text="The whole list's length.")
 
 
 class PutRequest(OwnerMixin, StrictSerializer):

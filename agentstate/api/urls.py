@@ -20,6 +20,7 @@ app_name = "agentstate"
 
 urlpatterns = [
     path("context/", views_context.ContextView.as_view(), name="context"),
+    path("context/list/", views_context.ListView.as_view(), name="context-list"),
     path("context/push/", views_context.PushView.as_view(), name="context-push"),
     path("context/pop/", views_context.PopView.as_view(), name="context-pop"),
     path("scopes/", views_context.ScopesView.as_view(), name="scopes"),

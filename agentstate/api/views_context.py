@@ -61,6 +61,16 @@ class ContextView(ScopeOwnerMixin, AgentStateAPIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+class ListView(ScopeOwnerMixin, AgentStateAPIView):
+    @documented(parameters=[s.ListQuery], responses=s.ListValues, operation_id="context_list")
+    def get(self, request: Request) -> Response:
+        q = self.query(s.ListQuery)
+        result = context.get_list(
+            q["scope"], q["name"], last=q.get("last"), owner=self.owner_for(q, write=False)
+        )
+        return Response(s.ListValues(result).data)
+
+
 class PushView(ScopeOwnerMixin, AgentStateAPIView):
     @documented(request=s.PushRequest, responses=s.PushResponse, operation_id="context_push")
     def post(self, request: Request) -> Response:

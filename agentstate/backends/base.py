@@ -171,6 +171,23 @@ class Backend(abc.ABC):
         scope as needed. Returns ``(length, version)``."""
 
     @abc.abstractmethod
+    def extend(
+        self, scope: str, name: str, values: list[Any], owner: Owner, actor: str
+    ) -> tuple[int, int]:
+        """Append every one of ``values`` (not empty), in order, each one element, as
+        ``push`` appends one: in one step, so no other writer's element lands between
+        them. Returns ``(length, version)``; the version grows by one."""
+
+    @abc.abstractmethod
+    def get_list(
+        self, scope: str, name: str, last: int | None, owner: Owner
+    ) -> tuple[list[Any], int]:
+        """A list's last ``last`` elements (all when ``None``) in order, read from the
+        list's tail whatever its length, and its whole length; a string reads as a
+        one-element list. ``ScopeNotFound``, ``VariableNotFound``, ``TypeConflict``
+        (operation ``get_list``)."""
+
+    @abc.abstractmethod
     def pop(self, scope: str, name: str, lifo: bool, owner: Owner, actor: str) -> Any:
         """Remove and return a string, or a list's last (``lifo``) or first element;
         an emptied list removes the variable, a list left with one string collapses

@@ -62,15 +62,18 @@ from agentstate.contrib.core import (
     UsageDelta,
     decided,
 )
+from agentstate.contrib.openai_agents_session import SESSION_SCOPE, AgentStateSession
 
 __all__ = [
     "BUSY",
     "FINISHED",
     "STATE_SCOPE",
     "WAITING",
+    "AgentStateSession",
     "ApprovalBridge",
     "Outcome",
     "RemoteStore",
+    "SESSION_SCOPE",
     "Review",
     "ServiceStore",
     "context_tools",

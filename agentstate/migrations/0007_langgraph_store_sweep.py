@@ -1,5 +1,6 @@
-"""The PostgreSQL functions again: ``agentstate_purge_store_items``, the sweep's batch of
-expired LangGraph store items (nothing on other databases)."""
+"""The PostgreSQL functions again, with those added since 0006 (nothing on other
+databases): ``agentstate_purge_store_items``, the sweep's batch of expired LangGraph
+store items, and the list operations ``agentstate_get_list`` and ``agentstate_extend``."""
 
 from django.db import migrations
 

@@ -111,6 +111,56 @@ def push(scope: str, name: str, value: Any, *, owner: Owner = None, actor: str =
     return PushResult(scope, name, length, version)
 
 
+def extend(
+    scope: str,
+    name: str,
+    values: list[Any] | tuple[Any, ...],
+    *,
+    owner: Owner = None,
+    actor: str = "",
+) -> PushResult:
+    """Append each of ``values`` (a non-empty list) as one element, in order, in one
+    atomic step: no other writer's element lands between them. Absent becomes
+    ``values``, a string ``s`` becomes ``[s, *values]``; the version grows by one."""
+    _check_args(scope, name)
+    if isinstance(values, tuple):
+        values = list(values)
+    if not isinstance(values, list) or not values:
+        raise BadInput("values must be a non-empty list.", field="values")
+    check_json(values, "values")
+    length, version = backend().extend(scope, name, values, _owner_id(owner), actor)
+    return PushResult(scope, name, length, version)
+
+
+@dataclass(frozen=True)
+class ListResult:
+    scope: str
+    name: str
+    values: list[Any]
+    length: int
+
+
+def check_last(last: Any) -> int | None:
+    """``last`` as ``get_list`` takes it: ``None``, or an integer from 1 to 2**63 - 1."""
+    if last is not None and (
+        isinstance(last, bool) or not isinstance(last, int) or not 1 <= last <= MAX_VERSION
+    ):
+        raise BadInput("last must be an integer from 1 to 2**63 - 1.", field="last")
+    return last
+
+
+def get_list(scope: str, name: str, *, last: int | None = None, owner: Owner = None) -> ListResult:
+    """A list's elements in order, only its last ``last`` when given (read from the
+    list's tail: the cost grows with ``last``, not with the list), and the list's
+    whole ``length``. A string reads as a one-element list; an absent variable is
+    ``VariableNotFound``, an unknown scope ``ScopeNotFound``, any other value
+    ``TypeConflict``."""
+    _check_args(scope, name)
+    check_last(last)
+    values, length = backend().get_list(scope, name, last, _owner_id(owner))
+    return ListResult(scope, name, values, length)
+
+
 def _check_mode(mode: Any) -> str:
     if not isinstance(mode, str) or mode.upper() not in MODES:
         raise BadInput("mode must be 'LIFO' or 'FIFO'.", field="mode")

@@ -167,6 +167,13 @@ class PushResult(TypedDict):
     version: int
 
 
+class ListResult(TypedDict):
+    scope: str
+    name: str
+    values: list[Any]
+    length: int
+
+
 class ScopeInfo(TypedDict):
     scope: str
     owner: str | None
@@ -386,6 +393,16 @@ class AgentStateClient:
         return self._json(
             "GET", "context/", params=params, idempotent=True, not_found=ScopeNotFound
         )["values"]
+
+    def get_list(
+        self, scope: str, name: str, *, last: int | None = None, owner: str | None = None
+    ) -> ListResult:
+        """A list's elements in order, only its last ``last`` when given, and its whole
+        ``length``; a string reads as a one-element list."""
+        params = {"scope": scope, "name": name, "last": last, "owner": owner}
+        return self._json(
+            "GET", "context/list/", params=params, idempotent=True, not_found=ScopeNotFound
+        )
 
     def put(
         self,

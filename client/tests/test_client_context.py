@@ -47,6 +47,30 @@ def test_put_get_push_pop_delete_round_trip(ac):
     assert ac.get("s", ["plan"]) == {"plan": None}
 
 
+def test_get_list_reads_the_last_elements_and_the_length(ac):
+    for item in ("a", {"b": 2}, None, "d"):
+        ac.push("s", "log", item)
+    assert ac.get_list("s", "log", last=2) == {
+        "scope": "s",
+        "name": "log",
+        "values": [None, "d"],
+        "length": 4,
+    }
+    assert ac.get_list("s", "log")["values"] == ["a", {"b": 2}, None, "d"]
+    ac.put("s", "text", "t")
+    assert ac.get_list("s", "text", last=5)["values"] == ["t"]
+    ac.put("s", "n", 1)
+    with pytest.raises(TypeConflict):
+        ac.get_list("s", "n")
+    with pytest.raises(VariableNotFound):
+        ac.get_list("s", "missing")
+    with pytest.raises(ScopeNotFound):
+        ac.get_list("nope", "log")
+    with pytest.raises(InvalidInput) as caught:
+        ac.get_list("s", "log", last=0)
+    assert (caught.value.status, caught.value.field) == (400, "last")
+
+
 def test_put_stores_null_and_if_version_guards(ac):
     assert ac.put("s", "x", None, if_version=0)["version"] == 1
     assert ac.put("s", "x", 5, if_version=1)["version"] == 2

@@ -156,22 +156,63 @@ class ContextOperations(Operations):
         return {v.name: lists[v.pk] if v.is_list else v.value for v in found}
 
     def push(self, scope: str, name: str, value: Any, owner: Owner, actor: str) -> tuple[int, int]:
-        return self.atomic(self._push, scope, name, value, owner, actor)
+        return self.atomic(self._extend, scope, name, [value], owner, actor, "push")
 
-    def _push(self, scope: str, name: str, value: Any, owner: Owner, actor: str) -> tuple[int, int]:
+    def extend(
+        self, scope: str, name: str, values: list[Any], owner: Owner, actor: str
+    ) -> tuple[int, int]:
+        return self.atomic(self._extend, scope, name, values, owner, actor, "extend")
+
+    def _extend(
+        self, scope: str, name: str, values: list[Any], owner: Owner, actor: str, operation: str
+    ) -> tuple[int, int]:
         owner_id = self._owner_id(owner)
         variable = self._lock_or_create(scope, owner_id, name)
-        if variable.version == 0:  # new: becomes [value]
+        if variable.version == 0:  # new: becomes the values
             variable.is_list = True
         elif not variable.is_list:
             if not isinstance(variable.value, str):
-                raise TypeConflict.of(name=name, held=json_type(variable.value), operation="push")
-            self._store_list(variable, [variable.value])  # a string s becomes [s, value]
+                raise TypeConflict.of(
+                    name=name, held=json_type(variable.value), operation=operation
+                )
+            self._store_list(variable, [variable.value])  # a string s becomes [s, *values]
             variable.is_list, variable.value, variable.head, variable.tail = True, None, 0, 1
-        self._store_list(variable, [value], variable.tail)
-        variable.tail += 1
+        self._store_list(variable, values, variable.tail)
+        variable.tail += len(values)
         self._save(variable, actor)
         return variable.length, variable.version
+
+    def get_list(
+        self, scope: str, name: str, last: int | None, owner: Owner
+    ) -> tuple[list[Any], int]:
+        return self.atomic(self._get_list, scope, name, last, owner)
+
+    def _get_list(
+        self, scope: str, name: str, last: int | None, owner: Owner
+    ) -> tuple[list[Any], int]:
+        owner_id = self._owner_id(owner)
+        variable = (
+            self.rows(Variable)
+            .filter(scope=self._existing_scope(scope, owner_id), name=name)
+            .first()
+        )
+        if variable is None:
+            raise VariableNotFound.of(name=name, scope=scope)
+        if not variable.is_list:
+            if not isinstance(variable.value, str):
+                raise TypeConflict.of(
+                    name=name, held=json_type(variable.value), operation="get_list"
+                )
+            return [variable.value], 1
+        # The index (variable, position) read from the tail: O(last), whatever the length.
+        low = variable.head if last is None else max(variable.head, variable.tail - last)
+        values = (
+            self.rows(Element)
+            .filter(variable=variable, position__gte=low, position__lt=variable.tail)
+            .order_by("position")
+            .values_list("value", flat=True)
+        )
+        return list(values), variable.length
 
     def pop(self, scope: str, name: str, lifo: bool, owner: Owner, actor: str) -> Any:
         return self.atomic(self._pop, scope, name, lifo, owner, actor)

@@ -34,6 +34,18 @@ class ContextOperations:
         result = self.call("push", scope, name, Json(value), *_owner(owner), actor)
         return result["length"], result["version"]
 
+    def extend(
+        self, scope: str, name: str, values: list[Any], owner: Owner, actor: str
+    ) -> tuple[int, int]:
+        result = self.call("extend", scope, name, Json(values), *_owner(owner), actor)
+        return result["length"], result["version"]
+
+    def get_list(
+        self, scope: str, name: str, last: int | None, owner: Owner
+    ) -> tuple[list[Any], int]:
+        result = self.call("get_list", scope, name, last, *_owner(owner))
+        return list(result["values"]), result["length"]
+
     def pop(self, scope: str, name: str, lifo: bool, owner: Owner, actor: str) -> Any:
         return self.call("pop", scope, name, lifo, *_owner(owner), actor)["value"]
 

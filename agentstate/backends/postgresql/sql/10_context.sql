@@ -1,4 +1,4 @@
--- Context variables: put, get, push, pop, delete, delete_scope.
+-- Context variables: put, get, push, extend, get_list, pop, delete, delete_scope.
 --
 -- A scope is (key, owner_id); owner_id NULL is the site's namespace. A list
 -- is agentstate_element rows at positions head .. tail - 1 of its variable.
@@ -148,13 +148,17 @@ BEGIN
     ), '[]'));
 END $$;
 
-CREATE FUNCTION agentstate_push(
-    p_scope text, p_name text, p_value jsonb, p_owner_id bigint, p_owner_name text, p_actor text
+-- Append p_values (a non-empty array), each one element, in order, under the
+-- variable's lock: push and extend. p_operation names the refused operation.
+CREATE FUNCTION agentstate_append(
+    p_scope text, p_name text, p_values jsonb, p_owner_id bigint, p_owner_name text, p_actor text,
+    p_operation text
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
+    n bigint := jsonb_array_length(p_values);
     v record;
     vid bigint;
     lo bigint;
@@ -163,31 +167,89 @@ BEGIN
         SELECT id, is_list, value, head, tail, version INTO v FROM agentstate_variable
         WHERE scope_id = sid AND name = p_name FOR UPDATE;
         EXIT WHEN FOUND;
-        -- absent: becomes [value], in a scope made (and kept) for it
+        -- absent: becomes the values, in a scope made (and kept) for it
         sid := agentstate_ensure_scope(p_scope, who);
-        vid := agentstate_new_variable(sid, p_name, true, NULL, 1, p_actor);
+        vid := agentstate_new_variable(sid, p_name, true, NULL, n, p_actor);
         IF vid IS NOT NULL THEN
-            INSERT INTO agentstate_element (variable_id, position, value) VALUES (vid, 0, p_value);
-            RETURN jsonb_build_object('length', 1, 'version', 1);
+            INSERT INTO agentstate_element (variable_id, position, value)
+            SELECT vid, item.ordinality - 1, item.value
+            FROM jsonb_array_elements(p_values) WITH ORDINALITY AS item;
+            RETURN jsonb_build_object('length', n, 'version', 1);
         END IF;
     END LOOP;
     lo := v.head;
     IF NOT v.is_list THEN
         IF jsonb_typeof(v.value) IS DISTINCT FROM 'string' THEN
             RETURN agentstate_refuse('TypeConflict', jsonb_build_object(
-                'name', p_name, 'held', coalesce(jsonb_typeof(v.value), 'null'), 'operation', 'push'));
+                'name', p_name, 'held', coalesce(jsonb_typeof(v.value), 'null'),
+                'operation', p_operation));
         END IF;
-        -- a string s becomes [s, value]
+        -- a string s becomes [s, values...]
         INSERT INTO agentstate_element (variable_id, position, value) VALUES (v.id, 0, v.value);
         lo := 0;
         v.tail := 1;
     END IF;
-    INSERT INTO agentstate_element (variable_id, position, value) VALUES (v.id, v.tail, p_value);
+    INSERT INTO agentstate_element (variable_id, position, value)
+    SELECT v.id, v.tail + item.ordinality - 1, item.value
+    FROM jsonb_array_elements(p_values) WITH ORDINALITY AS item;
     UPDATE agentstate_variable
-    SET is_list = true, value = NULL, head = lo, tail = v.tail + 1,
+    SET is_list = true, value = NULL, head = lo, tail = v.tail + n,
         version = v.version + 1, updated_at = now(), updated_by = p_actor
     WHERE id = v.id;
-    RETURN jsonb_build_object('length', v.tail + 1 - lo, 'version', v.version + 1);
+    RETURN jsonb_build_object('length', v.tail + n - lo, 'version', v.version + 1);
+END $$;
+
+CREATE FUNCTION agentstate_push(
+    p_scope text, p_name text, p_value jsonb, p_owner_id bigint, p_owner_name text, p_actor text
+) RETURNS jsonb
+LANGUAGE sql AS $$
+    SELECT agentstate_append(
+        p_scope, p_name, jsonb_build_array(p_value), p_owner_id, p_owner_name, p_actor, 'push')
+$$;
+
+CREATE FUNCTION agentstate_extend(
+    p_scope text, p_name text, p_values jsonb, p_owner_id bigint, p_owner_name text, p_actor text
+) RETURNS jsonb
+LANGUAGE sql AS $$
+    SELECT agentstate_append(
+        p_scope, p_name, p_values, p_owner_id, p_owner_name, p_actor, 'extend')
+$$;
+
+-- {"values": the last p_last elements (all when NULL) in order, "length": the
+-- list's length}: an index range read below the tail, whatever the length. A
+-- string reads as a one-element list. STABLE: both reads see one snapshot.
+CREATE FUNCTION agentstate_get_list(
+    p_scope text, p_name text, p_last bigint, p_owner_id bigint, p_owner_name text
+) RETURNS jsonb
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
+    sid bigint := agentstate_scope_id(p_scope, who);
+    v record;
+    lo bigint;
+BEGIN
+    IF sid IS NULL THEN
+        RETURN agentstate_refuse('ScopeNotFound', jsonb_build_object('scope', p_scope));
+    END IF;
+    SELECT id, is_list, value, head, tail INTO v FROM agentstate_variable
+    WHERE scope_id = sid AND name = p_name;
+    IF NOT FOUND THEN
+        RETURN agentstate_refuse('VariableNotFound',
+            jsonb_build_object('name', p_name, 'scope', p_scope));
+    END IF;
+    IF NOT v.is_list THEN
+        IF jsonb_typeof(v.value) IS DISTINCT FROM 'string' THEN
+            RETURN agentstate_refuse('TypeConflict', jsonb_build_object(
+                'name', p_name, 'held', coalesce(jsonb_typeof(v.value), 'null'),
+                'operation', 'get_list'));
+        END IF;
+        RETURN jsonb_build_object('values', jsonb_build_array(v.value), 'length', 1);
+    END IF;
+    lo := CASE WHEN p_last IS NULL THEN v.head ELSE greatest(v.head, v.tail - p_last) END;
+    RETURN jsonb_build_object('values', coalesce((
+        SELECT jsonb_agg(e.value ORDER BY e.position) FROM agentstate_element e
+        WHERE e.variable_id = v.id AND e.position >= lo AND e.position < v.tail
+    ), '[]'), 'length', v.tail - v.head);
 END $$;
 
 CREATE FUNCTION agentstate_pop(
