@@ -16,8 +16,8 @@ process sharing the database shares the history:
 - ``clear_session`` deletes the variable.
 
 The methods are async and never block the event loop: each runs its service
-call through ``asgiref.sync.sync_to_async`` (thread-sensitive, Django's
-default). The SDK's ``Session`` is a protocol, so this module never imports
+call in Django's thread for the database (``sync_to_async``, as the services'
+``a``-named forms do). The SDK's ``Session`` is a protocol, so this module never imports
 the SDK: a process that only keeps sessions does not pay for its import.
 Re-exported by ``agentstate.contrib.openai_agents``; see docs/openai-agents.md,
 "Sessions".
@@ -87,7 +87,7 @@ class AgentStateSession:
         """Append ``items`` in order, all of them or (refused) none."""
         if not items:
             return
-        await sync_to_async(context.extend)(
+        await context.aextend(
             self.scope, self.session_id, list(items), owner=self.owner, actor=self.actor
         )
 
