@@ -91,7 +91,7 @@ def says(text: str) -> AIMessage:
 class Mailer:
     """``create_agent`` with a scripted model and an approval-gated ``send_email``."""
 
-    def __init__(self, *turns: AIMessage, mode: str = "batched") -> None:
+    def __init__(self, *turns: AIMessage, mode: str = "batched", review: Any = True) -> None:
         self.sent: list[str] = []
         self.model = ScriptedChatModel(responses=list(turns), sent=[])
 
@@ -105,7 +105,7 @@ class Mailer:
             self.model,
             tools=[send_email],
             middleware=[
-                HumanInTheLoopMiddleware(interrupt_on={"send_email": True}, interrupt_mode=mode)
+                HumanInTheLoopMiddleware(interrupt_on={"send_email": review}, interrupt_mode=mode)
             ],
             checkpointer=_saver(),
         )

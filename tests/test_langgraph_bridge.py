@@ -105,13 +105,17 @@ def test_an_answer_is_refused_before_anything_changes():
     outcome = bridge.start({"log": []}, thread_id="chat-bad", owner="alice")
     [question] = outcome.questions
     with pytest.raises(BadInput):
-        bridge.answer("chat-bad", question.interrupt_id, question.question_id, {1, 2}, owner="alice")
+        bridge.answer(
+            "chat-bad", question.interrupt_id, question.question_id, {1, 2}, owner="alice"
+        )
     with pytest.raises(PauseNotFound):
         bridge.answer("chat-bad", question.interrupt_id, question.question_id, "x", owner="bob")
     assert PausedRun.objects.get(chat_id="chat-bad").status == "pending"
     with pytest.raises(Conflict):
         bridge.start({"log": []}, thread_id="chat-bad", owner="alice")
-    outcome = bridge.answer("chat-bad", question.interrupt_id, question.question_id, "x", owner="alice")
+    outcome = bridge.answer(
+        "chat-bad", question.interrupt_id, question.question_id, "x", owner="alice"
+    )
     assert outcome.status == FINISHED
     # a finished thread goes on with new input, in the same agentstate run
     outcome = bridge.start({"log": ["again"]}, thread_id="chat-bad", owner="alice")
@@ -136,7 +140,9 @@ def test_async_forms():
         bridge = GraphBridge(question_graph())
         outcome = await bridge.astart({"log": []}, thread_id="chat-async", owner="alice")
         [q] = outcome.questions
-        outcome = await bridge.aanswer("chat-async", q.interrupt_id, q.question_id, 7, owner="alice")
+        outcome = await bridge.aanswer(
+            "chat-async", q.interrupt_id, q.question_id, 7, owner="alice"
+        )
         return outcome, await bridge.aresume("chat-async")
 
     finished, busy = async_to_sync(go)()
@@ -183,6 +189,19 @@ def test_an_edited_approval_runs_the_reviewers_arguments(reviewer):
     assert "sent to carol" in result.content and '{"to": "carol"}' in result.content
 
 
+@pytest.mark.parametrize("mode", ["batched", "per_call"])
+def test_an_edit_the_tools_review_does_not_allow_runs_nothing(reviewer, mode):
+    review = {"allowed_decisions": ["approve", "reject"]}
+    first = Mailer(emails(("bob", "call-1")), mode=mode, review=review)
+    outcome = GraphBridge(first.agent).start({"messages": [("user", "mail bob")]}, owner="alice")
+    decide(outcome.pending[0].id, "approve", reviewer, arguments={"to": "carol"})
+    later = Mailer(says("did not mail"), mode=mode, review=review)
+    outcome = GraphBridge(later.agent).resume(outcome.thread_id)
+    assert outcome.status == FINISHED and first.sent == later.sent == []
+    [heard] = [m for m in later.model.sent[-1] if isinstance(m, ToolMessage)]
+    assert '{"to": "carol"}' in heard.content and "did not run" in heard.content
+
+
 def test_a_rejected_call_never_runs_and_the_model_hears_why(reviewer):
     first = Mailer(emails(("eve", "call-1")))
     outcome = GraphBridge(first.agent).start({"messages": [("user", "mail eve")]}, owner="alice")
@@ -213,7 +232,9 @@ def test_one_request_per_action_each_decision_its_own(reviewer, mode):
     outcome = GraphBridge(later.agent).resume(f"both-{mode}")
     assert outcome.status == FINISHED and first.sent + later.sent == ["bob"]
     rejected = [
-        m for m in outcome.result["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "call-2"
+        m
+        for m in outcome.result["messages"]
+        if isinstance(m, ToolMessage) and m.tool_call_id == "call-2"
     ]
     assert len(rejected) == 1 and "not executed" in rejected[0].content
 
@@ -292,7 +313,9 @@ def test_two_resumes_at_once_run_the_tool_once(reviewer, concurrently):
     outcome = GraphBridge(first.agent).start({"messages": [("user", "mail bob")]}, owner="alice")
     decide(outcome.pending[0].id, "approve", reviewer)
     racers = [Mailer(says("mailed")) for _ in range(2)]
-    results = concurrently(2, lambda i: GraphBridge(racers[i].agent).resume(outcome.thread_id).status)
+    results = concurrently(
+        2, lambda i: GraphBridge(racers[i].agent).resume(outcome.thread_id).status
+    )
     assert sorted(results) == [BUSY, FINISHED]
     assert sum(len(r.sent) for r in racers) == 1
 
@@ -305,7 +328,11 @@ def test_an_answer_and_a_resume_at_once_resume_once(concurrently):
 
     def go(i: int):
         if i == 0:
-            return bridges[0].answer(outcome.thread_id, q.interrupt_id, q.question_id, "x", owner="alice").status
+            return (
+                bridges[0]
+                .answer(outcome.thread_id, q.interrupt_id, q.question_id, "x", owner="alice")
+                .status
+            )
         return bridges[1].resume(outcome.thread_id).status
 
     results = concurrently(2, go)
@@ -331,7 +358,11 @@ def test_another_process_answers_what_this_one_left_waiting(tmp_path):
     [q] = outcome.questions
     connections.close_all()
     answered = process(tmp_path, "answer", outcome.thread_id, q.interrupt_id, q.question_id, "teal")
-    assert answered == {"status": FINISHED, "result": {"log": ["ask0:teal", "end"]}, "done": ["ask0:teal"]}
+    assert answered == {
+        "status": FINISHED,
+        "result": {"log": ["ask0:teal", "end"]},
+        "done": ["ask0:teal"],
+    }
     with pytest.raises(AlreadyClaimed):
         GraphBridge(question_graph()).answer(
             outcome.thread_id, q.interrupt_id, q.question_id, "red", owner="alice"

@@ -213,7 +213,12 @@ class GraphBridge(Bridge):
             snapshot = await self.graph.aget_state(self._config(thread_id, _UsageCounter()))
             if not snapshot.interrupts:
                 return Outcome(thread_id, FINISHED, result=snapshot.values)
-            saved: dict[str, Any] = {"owner": owner, "questions": [], "answers": {}, "approvals": []}
+            saved: dict[str, Any] = {
+                "owner": owner,
+                "questions": [],
+                "answers": {},
+                "approvals": [],
+            }
             questions: list[Question] = []
             reviews: list[Review] = []
             messages = _messages(snapshot.values)
@@ -240,7 +245,9 @@ class GraphBridge(Bridge):
                 await self.wait(thread_id, saved)
                 return Outcome(thread_id, WAITING, pending=pending, questions=questions)
             by_call = decided(reviews)
-            resume = {stop["interrupt_id"]: _resume_value(stop, by_call) for stop in saved["approvals"]}
+            resume = {
+                stop["interrupt_id"]: _resume_value(stop, by_call) for stop in saved["approvals"]
+            }
             await self._run(thread_id, Command(resume=resume))
 
 
@@ -249,8 +256,7 @@ def _compiled(graph: Any) -> Pregel[Any, Any, Any, Any]:
         return graph.compile(checkpointer=AgentStateSaver())
     if not isinstance(graph, Pregel):
         raise BadInput(
-            "graph must be a StateGraph or a compiled graph (Pregel), "
-            f"not {type(graph).__name__}.",
+            f"graph must be a StateGraph or a compiled graph (Pregel), not {type(graph).__name__}.",
             field="graph",
         )
     if not isinstance(graph.checkpointer, BaseCheckpointSaver):
@@ -321,17 +327,17 @@ def _tool_call_ids(requests: list[dict[str, Any]], messages: list[Any]) -> list[
 
 
 def _allowed(schema: Any) -> list[str] | None:
-    """The decision types a ``per_call`` interrupt's response schema allows, if it says."""
+    """The decision types a ``per_call`` interrupt's response schema (JSON Schema)
+    allows: its discriminator's, or the one type of a one-decision schema."""
     if not isinstance(schema, dict):
         return None
-    found = {
-        option["properties"]["type"].get("const")
-        for option in [schema, *schema.get("oneOf", []), *schema.get("anyOf", [])]
-        if isinstance(option, dict) and isinstance(option.get("properties"), dict)
-        and isinstance(option["properties"].get("type"), dict)
-    }
-    found.discard(None)
-    return sorted(found) or None
+    mapping = (schema.get("discriminator") or {}).get("mapping")
+    if isinstance(mapping, dict) and mapping:
+        return sorted(mapping)
+    kind = (schema.get("properties") or {}).get("type")
+    if isinstance(kind, dict) and isinstance(kind.get("const"), str):
+        return [kind["const"]]
+    return None
 
 
 def _resume_value(stop: dict[str, Any], by_call: dict[str, Review]) -> Any:
