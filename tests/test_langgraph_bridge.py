@@ -28,7 +28,8 @@ from .test_pauses_processes import ROOT, site_env
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def run_usage(thread_id: str, requests: int) -> dict:
+def run_usage(requests: int) -> dict:
+    """What ``requests`` scripted model calls add to a run."""
     return {
         "requests": requests,
         "input_tokens": 10 * requests,
@@ -173,7 +174,7 @@ def test_an_approved_call_runs_once_after_the_reviewer_decides(reviewer):
     assert outcome.status == FINISHED
     assert outcome.result["messages"][-1].content == "mailed"
     assert first.sent + later.sent == ["bob"]
-    assert Run.objects.get(run_id="mail-1").usage == run_usage("mail-1", 2)
+    assert Run.objects.get(run_id="mail-1").usage == run_usage(2)
     assert GraphBridge(later.agent).resume("mail-1").status == BUSY
 
 
@@ -211,7 +212,7 @@ def test_a_rejected_call_never_runs_and_the_model_hears_why(reviewer):
     assert outcome.status == FINISHED and first.sent == later.sent == []
     [heard] = [m for m in later.model.sent[-1] if isinstance(m, ToolMessage)]
     assert "not eve" in heard.content and heard.tool_call_id == "call-1"
-    assert Run.objects.get(run_id=outcome.thread_id).usage == run_usage(outcome.thread_id, 2)
+    assert Run.objects.get(run_id=outcome.thread_id).usage == run_usage(2)
 
 
 @pytest.mark.parametrize("mode", ["batched", "per_call"])
@@ -308,6 +309,26 @@ def test_two_answers_at_once_resume_once(concurrently):
     assert len(effects.done) == 1
 
 
+def test_two_questions_answered_at_once_resume_once(concurrently):
+    effects = Effects()
+    outcome = GraphBridge(question_graph(effects, questions=2)).start({"log": []}, owner="alice")
+    questions = outcome.questions
+    bridges = [GraphBridge(question_graph(effects, questions=2)) for _ in range(2)]
+
+    def answer(i: int):
+        q = questions[i]
+        return (
+            bridges[i]
+            .answer(outcome.thread_id, q.interrupt_id, q.question_id, f"c{i}", owner="alice")
+            .status
+        )
+
+    results = concurrently(2, answer)
+    assert results.count(FINISHED) == 1 and set(results) <= {FINISHED, WAITING, BUSY}
+    assert sorted(answer.split(":")[1] for answer in effects.done) == ["c0", "c1"]
+    assert GraphBridge(question_graph()).resume(outcome.thread_id).status == BUSY
+
+
 def test_two_resumes_at_once_run_the_tool_once(reviewer, concurrently):
     first = Mailer(emails(("bob", "call-1")))
     outcome = GraphBridge(first.agent).start({"messages": [("user", "mail bob")]}, owner="alice")
@@ -376,5 +397,5 @@ def test_another_process_resumes_a_decided_thread(tmp_path, reviewer):
     resumed = process(tmp_path, "resume", outcome.thread_id)
     assert resumed["status"] == FINISHED and resumed["done"] == ["bob"]
     assert resumed["result"][-1] == "mailed" and first.sent == []
-    assert Run.objects.get(run_id=outcome.thread_id).usage == run_usage(outcome.thread_id, 2)
+    assert Run.objects.get(run_id=outcome.thread_id).usage == run_usage(2)
     assert GraphBridge(first.agent).resume(outcome.thread_id).status == BUSY

@@ -133,7 +133,8 @@ class GraphBridge(Bridge):
             raise AlreadyClaimed("The question was already answered.") from error
 
         async def record(saved: Any) -> Outcome:
-            if interrupt_id not in {q["interrupt_id"] for q in saved["questions"]}:
+            asked = saved.get("questions", []) if isinstance(saved, dict) else []
+            if interrupt_id not in {q["interrupt_id"] for q in asked}:
                 raise BadInput(
                     f"Thread {thread_id!r} does not wait on interrupt {interrupt_id!r}.",
                     field="interrupt_id",
