@@ -290,6 +290,48 @@ def test_a_registered_bridge_resumes_when_the_last_request_is_decided(reviewer, 
         contrib.unregister("mailer")
 
 
+def two_in_a_row():
+    """One node asking two questions, one after the other: two stops."""
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    from .langgraph_bridge_graphs import State
+
+    def ask(state):
+        return {"log": [interrupt("first?"), interrupt("second?")]}
+
+    builder = StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder
+
+
+def test_a_thread_answered_through_an_unnamed_bridge_still_waits_on_its_registered_one():
+    from agentstate.contrib.core import waiting_on
+
+    named = contrib.register("asker", GraphBridge(two_in_a_row()))
+    try:
+        outcome = named.start({"log": []}, thread_id="chat-named", owner="alice")
+        [first] = outcome.questions
+        assert waiting_on(ServiceStore().peek_state("chat-named")) == "asker"
+        plain = GraphBridge(two_in_a_row())  # another process, registering nothing
+        assert plain.resume("chat-named").status == WAITING
+        assert waiting_on(ServiceStore().peek_state("chat-named")) == "asker"
+        outcome = plain.answer(
+            "chat-named", first.interrupt_id, first.question_id, "a", owner="alice"
+        )
+        [second] = outcome.questions
+        assert outcome.status == WAITING and second.value == "second?"
+        assert waiting_on(ServiceStore().peek_state("chat-named")) == "asker"
+        outcome = plain.answer(
+            "chat-named", second.interrupt_id, second.question_id, "b", owner="alice"
+        )
+        assert outcome.status == FINISHED and outcome.result == {"log": ["a", "b"]}
+    finally:
+        contrib.unregister("asker")
+
+
 # Exactly once, across threads and processes
 
 

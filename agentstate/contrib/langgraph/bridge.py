@@ -140,7 +140,7 @@ class GraphBridge(Bridge):
                     field="interrupt_id",
                 )
             saved["answers"][interrupt_id] = value
-            await self.wait(thread_id, saved)
+            await self._keep(thread_id, saved)
             return Outcome(thread_id, WAITING)
 
         # The state is away only for a moment while the question is unanswered (another
@@ -173,7 +173,7 @@ class GraphBridge(Bridge):
     async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:
         unanswered = _unanswered(saved)
         if unanswered:
-            await self.wait(run_id, saved)
+            await self._keep(run_id, saved)
             return Outcome(run_id, WAITING, questions=unanswered)
         by_call = decided(reviews)
         resume: dict[str, Any] = dict(saved["answers"])
@@ -182,7 +182,15 @@ class GraphBridge(Bridge):
         await self._run(run_id, Command(resume=resume))
         for question in saved["questions"]:
             await off_loop(self.store.resolve)(run_id, question["interrupt_id"])
-        return await self._settle(run_id, saved["owner"])
+        return await self._settle(run_id, saved["owner"], name=saved.get("bridge"))
+
+    async def _keep(self, thread_id: str, saved: dict[str, Any]) -> None:
+        """Put a taken state back, still waiting on the bridge name it was kept with
+        (this bridge may be another process's, registered under no name), in the
+        core's form (see ``Bridge.wait``)."""
+        name = saved.get("bridge") or self.name
+        kept = json.dumps({"bridge": name, "state": saved}, ensure_ascii=False)
+        await off_loop(self.store.keep_state)(thread_id, kept)
 
     # Running the graph
 
@@ -206,15 +214,17 @@ class GraphBridge(Bridge):
         finally:
             await self.add_usage(thread_id, counter.delta())
 
-    async def _settle(self, thread_id: str, owner: str) -> Outcome:
+    async def _settle(self, thread_id: str, owner: str, *, name: str | None = None) -> Outcome:
         """Where the graph stopped: finished, or its interrupts asked and filed; a stop
         whose requests were all decided at filing (a policy, the run's records) and
-        that asks nothing goes on at once."""
+        that asks nothing goes on at once. ``name``: the bridge name the thread's
+        earlier stop waited on, which its next one keeps."""
         while True:
             snapshot = await self.graph.aget_state(self._config(thread_id, _UsageCounter()))
             if not snapshot.interrupts:
                 return Outcome(thread_id, FINISHED, result=snapshot.values)
             saved: dict[str, Any] = {
+                "bridge": name or self.name,
                 "owner": owner,
                 "questions": [],
                 "answers": {},
@@ -243,7 +253,10 @@ class GraphBridge(Bridge):
                 saved["approvals"].append(stop)
             pending = [r for r in reviews if r.pending]
             if questions or pending:
-                await self.wait(thread_id, saved)
+                if saved["bridge"] == self.name:
+                    await self.wait(thread_id, saved)
+                else:  # resumed by an unnamed bridge: still waits on the named one
+                    await self._keep(thread_id, saved)
                 return Outcome(thread_id, WAITING, pending=pending, questions=questions)
             by_call = decided(reviews)
             resume = {
@@ -383,10 +396,12 @@ def _decision(review: Review, allowed: Iterable[str] | None) -> dict[str, Any]:
 
 
 def _unanswered(saved: Any) -> list[Question]:
+    if not isinstance(saved, dict):
+        return []
     return [
         Question(q["interrupt_id"], q["question_id"], q["value"])
-        for q in saved["questions"]
-        if q["interrupt_id"] not in saved["answers"]
+        for q in saved.get("questions", [])
+        if q["interrupt_id"] not in saved.get("answers", {})
     ]
 
 
