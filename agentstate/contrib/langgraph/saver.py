@@ -194,10 +194,14 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         configurable = config["configurable"]
-        rows: list[Write] = [
-            (WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value))
-            for idx, (channel, value) in enumerate(writes)
-        ]
+        # A special channel written twice in one call (LangGraph writes ``__resume__``
+        # once per answered interrupt of a node) keeps its last write, as LangGraph's
+        # own savers do; one statement cannot write one row twice on PostgreSQL.
+        by_idx: dict[int, Write] = {}
+        for idx, (channel, value) in enumerate(writes):
+            key = WRITES_IDX_MAP.get(channel, idx)
+            by_idx[key] = (key, channel, *self.serde.dumps_typed(value))
+        rows = list(by_idx.values())
         self.backend.put_checkpoint_writes(
             configurable["thread_id"],
             configurable.get("checkpoint_ns", ""),
