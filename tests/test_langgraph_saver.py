@@ -81,6 +81,25 @@ def test_a_graph_runs_resumes_and_keeps_its_history():
     assert not Checkpoint.objects.filter(forked=True).exists()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_node_asking_twice_resumes_to_its_end():
+    """LangGraph writes the node's ``__resume__`` once per answer in one call: the
+    last is kept (PostgreSQL refused to write one row twice in one statement)."""
+    from langgraph.types import Command
+
+    def ask(state):
+        return {"log": [interrupt("first?"), interrupt("second?")]}
+
+    builder = StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    app = builder.compile(checkpointer=AgentStateSaver())
+    assert app.invoke({"log": []}, config("twice"))["__interrupt__"][0].value == "first?"
+    assert app.invoke(Command(resume="a"), config("twice"))["__interrupt__"][0].value == "second?"
+    assert app.invoke(Command(resume="b"), config("twice")) == {"log": ["a", "b"]}
+
+
 @pytest.mark.django_db
 def test_a_second_writer_on_the_same_parent_is_noticed():
     saver = AgentStateSaver()

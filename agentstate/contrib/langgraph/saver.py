@@ -202,10 +202,13 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         task_path: str = "",
     ) -> None:
         configurable = config["configurable"]
-        rows: list[Write] = [
-            (WRITES_IDX_MAP.get(channel, idx), channel, *self.serde.dumps_typed(value))
-            for idx, (channel, value) in enumerate(writes)
-        ]
+        # A special channel written twice in one call (LangGraph writes ``__resume__``
+        # once per answered interrupt of a node) keeps its last write, as LangGraph's
+        # own savers do; one statement cannot write one row twice on PostgreSQL.
+        by_idx: dict[int, Write] = {}
+        for idx, (channel, value) in enumerate(writes):
+            key = WRITES_IDX_MAP.get(channel, idx)
+            by_idx[key] = (key, channel, *self.serde.dumps_typed(value))
         with self.borrowed.connection():
             self.backend.put_checkpoint_writes(
                 configurable["thread_id"],
@@ -213,7 +216,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 configurable["checkpoint_id"],
                 task_id,
                 task_path,
-                rows,
+                list(by_idx.values()),
             )
 
     def delete_thread(self, thread_id: str) -> None:
