@@ -14,7 +14,6 @@ from agents.testing import assistant_message, function_call
 from django.apps import AppConfig
 
 from agentstate.contrib import register
-from agentstate.contrib.openai_agents import ApprovalBridge
 
 NAME = "mailer"
 
@@ -49,7 +48,9 @@ def send_email(to: str) -> str:
     return f"sent to {to}"
 
 
-def mailer() -> ApprovalBridge:
+def mailer():
+    from agentstate.contrib.openai_agents import ApprovalBridge  # imports the models
+
     agent = Agent(name="mailer", model=MailerModel(), tools=[send_email])
     return ApprovalBridge(agent, run_config=RunConfig(tracing_disabled=True))
 

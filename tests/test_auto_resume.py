@@ -14,7 +14,7 @@ import time
 import uuid
 
 import pytest
-from celery import Celery
+from celery import Celery, current_app
 from celery.signals import before_task_publish
 from django.test import Client
 from django.urls import reverse
@@ -55,10 +55,12 @@ def broker(tmp_path):
             "control_folder": str(folder / "control"),
             "store_processed": False,
         }
+    previous = current_app._get_current_object()  # the app itself, not the proxy
     app.set_current()
     yield app
     app.control.purge()  # nothing queued here is left for another test's worker
     app.close()
+    previous.set_current()
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ from agents import Agent, ModelResponse, RunConfig, Usage, function_tool
 from agents.models.interface import Model
 from agents.testing import assistant_message, function_call
 
+from agentstate import contrib
+from agentstate.contrib.core import waiting_on
 from agentstate.contrib.openai_agents import BUSY, FINISHED, WAITING, ApprovalBridge, ServiceStore
 from agentstate.models import ApprovalRequest, Run
 from agentstate.services import approvals
@@ -181,3 +183,20 @@ def test_a_policy_lets_a_matching_call_run_without_a_reviewer(make_user):
     assert [(r.call_id, r.arguments) for r in outcome.pending] == [("call-2", {"to": "eve"})]
     filed = ApprovalRequest.objects.get(run__run_id="run-policy", call_id="call-1")
     assert filed.policy_id is not None and filed.decided_by is None
+
+
+def test_a_run_resumed_by_an_unnamed_bridge_still_waits_on_the_named_one(reviewer):
+    """A registered bridge stops a run; a bridge with no name (another process's, say)
+    resumes it and it stops again: it still waits on the registered name, so it
+    resumes by itself once decided."""
+    named = Mailer(email("bob", "call-1"))
+    contrib.register("mailer-test", named.bridge())
+    try:
+        outcome = contrib.registered("mailer-test").start("mail bob and carol", run_id="run-2x")
+        assert waiting_on(ServiceStore().peek_state("run-2x")) == "mailer-test"
+        review_in_thread(outcome.pending[0].id, "approve", reviewer)
+        unnamed = Mailer(email("carol", "call-2"))
+        assert unnamed.bridge().resume("run-2x").status == WAITING
+        assert waiting_on(ServiceStore().peek_state("run-2x")) == "mailer-test"
+    finally:
+        contrib.unregister("mailer-test")

@@ -270,7 +270,7 @@ def eager_celery():
 
     app = Celery("graphbridge-test", set_as_current=False)
     app.conf.task_always_eager = True
-    previous = __import__("celery").current_app
+    previous = __import__("celery").current_app._get_current_object()  # not the proxy
     app.set_current()
     try:
         yield app

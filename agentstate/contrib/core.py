@@ -27,6 +27,7 @@ from __future__ import annotations
 import abc
 import json
 from collections.abc import Awaitable, Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, ParamSpec, TypedDict, TypeVar, Unpack
 
@@ -41,6 +42,10 @@ STATE_SCOPE = "agentstate.bridges"
 FINISHED = "finished"
 WAITING = "waiting"
 BUSY = "busy"
+
+# The name of the bridge the run being resumed waited on (set while ``taking`` goes on),
+# which a bridge without a name of its own keeps for the run's next stop.
+_resuming: ContextVar[str | None] = ContextVar("agentstate_resuming", default=None)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -392,11 +397,15 @@ class Bridge(abc.ABC):
         kept = await off_loop(self.store.take_state)(run_id)
         if kept is None:
             return Outcome(run_id, BUSY)
+        taken = json.loads(kept)
+        resuming = _resuming.set(taken.get("bridge"))
         try:
-            return await go_on(json.loads(kept)["state"])
+            return await go_on(taken["state"])
         except BaseException:
             await off_loop(self.store.keep_state)(run_id, kept)
             raise
+        finally:
+            _resuming.reset(resuming)
 
     @abc.abstractmethod
     async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:
@@ -422,9 +431,17 @@ class Bridge(abc.ABC):
         return await off_loop(self.store.ask)(run_id, interrupt_id, owner, value)
 
     async def wait(self, run_id: str, saved: Any) -> None:
-        """Keep the framework state of a run that stops (JSON), for ``aresume``."""
-        kept = json.dumps({"bridge": self.name, "state": saved}, ensure_ascii=False)
+        """Keep the framework state of a run that stops (JSON), for ``aresume``, waiting
+        on this bridge's name; a bridge without one, resuming a run that waited on a
+        named bridge (``taking``), keeps that name, so the run still resumes by itself."""
+        name = self.name or _resuming.get()
+        kept = json.dumps({"bridge": name, "state": saved}, ensure_ascii=False)
         await off_loop(self.store.keep_state)(run_id, kept)
+
+    async def peek(self, run_id: str) -> Any:
+        """The framework state a waiting run keeps, without taking it (``None``: none)."""
+        kept = await off_loop(self.store.peek_state)(run_id)
+        return None if kept is None else json.loads(kept)["state"]
 
     async def add_usage(self, run_id: str, delta: UsageDelta) -> None:
         """Add a step's usage to the run (nothing when every counter is 0)."""

@@ -102,7 +102,7 @@ class GraphBridge(Bridge):
         """The async form of ``start``."""
         thread_id = str(uuid.uuid4()) if thread_id is None else check_run_id(thread_id, "thread_id")
         check_key(owner, "owner")
-        if await off_loop(self.store.peek_state)(thread_id) is not None:
+        if await self.peek(thread_id) is not None:
             raise Conflict(
                 f"Thread {thread_id!r} waits on its interrupts: answer or resume it.",
                 field="thread_id",
@@ -140,7 +140,7 @@ class GraphBridge(Bridge):
                     field="interrupt_id",
                 )
             saved["answers"][interrupt_id] = value
-            await self._keep(thread_id, saved)
+            await self.wait(thread_id, saved)
             return Outcome(thread_id, WAITING)
 
         # The state is away only for a moment while the question is unanswered (another
@@ -165,15 +165,13 @@ class GraphBridge(Bridge):
         """The core's ``aresume``; a waiting outcome also lists the unanswered questions."""
         outcome = await super().aresume(run_id)
         if outcome.status == WAITING and not outcome.questions:
-            kept = await off_loop(self.store.peek_state)(run_id)
-            if kept is not None:
-                outcome.questions = _unanswered(json.loads(kept)["state"])
+            outcome.questions = _unanswered(await self.peek(run_id))
         return outcome
 
     async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:
         unanswered = _unanswered(saved)
         if unanswered:
-            await self._keep(run_id, saved)
+            await self.wait(run_id, saved)
             return Outcome(run_id, WAITING, questions=unanswered)
         by_call = decided(reviews)
         resume: dict[str, Any] = dict(saved["answers"])
@@ -182,15 +180,7 @@ class GraphBridge(Bridge):
         await self._run(run_id, Command(resume=resume))
         for question in saved["questions"]:
             await off_loop(self.store.resolve)(run_id, question["interrupt_id"])
-        return await self._settle(run_id, saved["owner"], name=saved.get("bridge"))
-
-    async def _keep(self, thread_id: str, saved: dict[str, Any]) -> None:
-        """Put a taken state back, still waiting on the bridge name it was kept with
-        (this bridge may be another process's, registered under no name), in the
-        core's form (see ``Bridge.wait``)."""
-        name = saved.get("bridge") or self.name
-        kept = json.dumps({"bridge": name, "state": saved}, ensure_ascii=False)
-        await off_loop(self.store.keep_state)(thread_id, kept)
+        return await self._settle(run_id, saved["owner"])
 
     # Running the graph
 
@@ -214,17 +204,15 @@ class GraphBridge(Bridge):
         finally:
             await self.add_usage(thread_id, counter.delta())
 
-    async def _settle(self, thread_id: str, owner: str, *, name: str | None = None) -> Outcome:
+    async def _settle(self, thread_id: str, owner: str) -> Outcome:
         """Where the graph stopped: finished, or its interrupts asked and filed; a stop
         whose requests were all decided at filing (a policy, the run's records) and
-        that asks nothing goes on at once. ``name``: the bridge name the thread's
-        earlier stop waited on, which its next one keeps."""
+        that asks nothing goes on at once."""
         while True:
             snapshot = await self.graph.aget_state(self._config(thread_id, _UsageCounter()))
             if not snapshot.interrupts:
                 return Outcome(thread_id, FINISHED, result=snapshot.values)
             saved: dict[str, Any] = {
-                "bridge": name or self.name,
                 "owner": owner,
                 "questions": [],
                 "answers": {},
@@ -253,10 +241,7 @@ class GraphBridge(Bridge):
                 saved["approvals"].append(stop)
             pending = [r for r in reviews if r.pending]
             if questions or pending:
-                if saved["bridge"] == self.name:
-                    await self.wait(thread_id, saved)
-                else:  # resumed by an unnamed bridge: still waits on the named one
-                    await self._keep(thread_id, saved)
+                await self.wait(thread_id, saved)
                 return Outcome(thread_id, WAITING, pending=pending, questions=questions)
             by_call = decided(reviews)
             resume = {
