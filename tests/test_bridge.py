@@ -11,10 +11,11 @@ from agents.models.interface import Model
 from agents.testing import assistant_message, function_call
 
 from agentstate import contrib
-from agentstate.contrib.core import waiting_on
+from agentstate.contrib.core import STATE_SCOPE, waiting_on
 from agentstate.contrib.openai_agents import BUSY, FINISHED, WAITING, ApprovalBridge, ServiceStore
+from agentstate.exceptions import BadInput
 from agentstate.models import ApprovalRequest, Run
-from agentstate.services import approvals
+from agentstate.services import approvals, context
 from tests.bridging import review_in_thread
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -200,3 +201,13 @@ def test_a_run_resumed_by_an_unnamed_bridge_still_waits_on_the_named_one(reviewe
         assert waiting_on(ServiceStore().peek_state("run-2x")) == "mailer-test"
     finally:
         contrib.unregister("mailer-test")
+
+
+def test_a_variable_that_holds_no_bridges_state_is_refused_and_kept():
+    """Whatever else sits in a run's variable of the bridges' scope is refused with a
+    clear message and left as it was, never taken and lost."""
+    context.put(STATE_SCOPE, "run-foreign", "not a bridge's state")
+    with pytest.raises(BadInput, match="holds no bridge's state"):
+        Mailer(done()).bridge().resume("run-foreign")
+    assert context.get_state(STATE_SCOPE, "run-foreign") == "not a bridge's state"
+    assert waiting_on(context.get_state(STATE_SCOPE, "run-foreign")) is None

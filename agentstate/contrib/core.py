@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, ParamSpec, TypedDict, TypeVar, Unpack
 from asgiref.sync import async_to_sync, sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 
-from agentstate.exceptions import ScopeNotFound, VariableNotFound
+from agentstate.exceptions import BadInput, ScopeNotFound, VariableNotFound
 
 STATE_SCOPE = "agentstate.bridges"
 """The scope holding each waiting run's framework state, one variable per run id."""
@@ -397,15 +397,17 @@ class Bridge(abc.ABC):
         kept = await off_loop(self.store.take_state)(run_id)
         if kept is None:
             return Outcome(run_id, BUSY)
-        taken = json.loads(kept)
-        resuming = _resuming.set(taken.get("bridge"))
+        resuming = None
         try:
+            taken = _unpacked(run_id, kept)
+            resuming = _resuming.set(taken.get("bridge"))
             return await go_on(taken["state"])
         except BaseException:
             await off_loop(self.store.keep_state)(run_id, kept)
             raise
         finally:
-            _resuming.reset(resuming)
+            if resuming is not None:
+                _resuming.reset(resuming)
 
     @abc.abstractmethod
     async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:
@@ -441,7 +443,7 @@ class Bridge(abc.ABC):
     async def peek(self, run_id: str) -> Any:
         """The framework state a waiting run keeps, without taking it (``None``: none)."""
         kept = await off_loop(self.store.peek_state)(run_id)
-        return None if kept is None else json.loads(kept)["state"]
+        return None if kept is None else _unpacked(run_id, kept)["state"]
 
     async def add_usage(self, run_id: str, delta: UsageDelta) -> None:
         """Add a step's usage to the run (nothing when every counter is 0)."""
@@ -449,11 +451,27 @@ class Bridge(abc.ABC):
             await off_loop(self.store.add_usage)(run_id, **delta)
 
 
+def _unpacked(run_id: str, kept: Any) -> dict[str, Any]:
+    """What ``wait`` kept: ``{"bridge": name, "state": state}`` (``BadInput`` for
+    anything else in the run's variable)."""
+    try:
+        unpacked = json.loads(kept)
+    except (TypeError, ValueError):
+        unpacked = None
+    if not isinstance(unpacked, dict) or "state" not in unpacked:
+        raise BadInput(
+            f"The variable {run_id!r} of the scope {STATE_SCOPE!r} holds no bridge's state."
+        )
+    return unpacked
+
+
 def waiting_on(kept: str | None) -> str | None:
-    """The name of the bridge a run's kept state waits on (``None``: unnamed, or none kept)."""
-    if kept is None:
+    """The name of the bridge a run's kept state waits on (``None``: unnamed, none kept,
+    or not a bridge's)."""
+    try:
+        name = None if kept is None else _unpacked("", kept).get("bridge")
+    except BadInput:
         return None
-    name = json.loads(kept).get("bridge")
     return name if isinstance(name, str) else None
 
 
