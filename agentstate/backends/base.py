@@ -477,6 +477,28 @@ class Backend(abc.ABC):
         namespace's latest) with their writes, and the values no kept checkpoint
         uses."""
 
+    # LangGraph's store (docs: langgraph): an item is a variable of one of the
+    # site's scopes (no owner) keyed ``STORE_PREFIX``..., its value ``{"value",
+    # "created_at", "updated_at"}`` and, with a TTL, ``"ttl"`` (minutes) and
+    # ``"expires_at"`` (epoch seconds). ``now``: the caller's clock (epoch seconds);
+    # ``actor``: stored as the variable's ``updated_by``.
+
+    @abc.abstractmethod
+    def store_get(
+        self, items: list[tuple[str, str, bool]], now: float, actor: str
+    ) -> list[dict[str, Any] | None]:
+        """The stored values of ``items`` (``(scope, name, refresh)``), in that order;
+        ``None`` for one absent or expired (``expires_at`` at most ``now``). One asked
+        with ``refresh`` that has a TTL gets its ``expires_at`` pushed to ``now`` plus
+        its TTL in the same operation, its row locked: a write that got there first
+        stands, and is what is refreshed and returned."""
+
+    @abc.abstractmethod
+    def store_put(self, scope: str, name: str, value: dict[str, Any], actor: str) -> None:
+        """Store an item's ``value``, keeping the ``created_at`` of the item already
+        stored there (expired and not swept yet too); creates the scope as needed; a
+        list stored there is replaced."""
+
     # The sweep (docs: concepts/expiry): each call is one batch of at most
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).
 

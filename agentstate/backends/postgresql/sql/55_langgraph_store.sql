@@ -1,0 +1,84 @@
+-- LangGraph's store (agentstate.contrib.langgraph.AgentStateStore): an item is a
+-- variable of one of the site's scopes (no owner) keyed 'langgraph:'..., its value
+-- {"value", "created_at", "updated_at"} and, with a TTL, "ttl" (minutes) and
+-- "expires_at" (epoch seconds). A get (a batch of them) and a put are one call
+-- each, the hot path; search and list_namespaces run on the ORM.
+
+-- Whether an item's value is live at p_now: no expires_at, or one after p_now.
+CREATE FUNCTION agentstate_store_live(p_value jsonb, p_now double precision) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT jsonb_typeof(p_value -> 'expires_at') IS DISTINCT FROM 'number'
+        OR (p_value ->> 'expires_at')::double precision > p_now
+$$;
+
+-- The live items named by (p_scopes[i], p_names[i]), as {"items": [value or null, ...]}
+-- in that order. An item asked with p_refresh[i] that has a TTL gets its expires_at
+-- pushed to p_now + ttl minutes in the same statement (a write that got there first
+-- stands: the refresh applies to it, and it is what is returned).
+CREATE FUNCTION agentstate_store_get(
+    p_scopes text[], p_names text[], p_refresh boolean[], p_now double precision, p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    found jsonb;
+BEGIN
+    WITH wanted AS (
+        SELECT w.ord, v.id, v.value, w.refresh
+        FROM unnest(p_scopes, p_names, p_refresh) WITH ORDINALITY AS w(scope, name, refresh, ord)
+        JOIN agentstate_scope s ON s.key = w.scope AND s.owner_id IS NULL
+        JOIN agentstate_variable v ON v.scope_id = s.id AND v.name = w.name
+        WHERE NOT v.is_list AND agentstate_store_live(v.value, p_now)
+    ), refreshed AS (
+        UPDATE agentstate_variable v
+        SET value = jsonb_set(v.value, '{expires_at}',
+                              to_jsonb(p_now + 60 * (v.value ->> 'ttl')::double precision)),
+            version = v.version + 1, updated_at = now(), updated_by = p_actor
+        WHERE v.id IN (SELECT wanted.id FROM wanted WHERE wanted.refresh)
+          AND jsonb_typeof(v.value -> 'ttl') = 'number'
+          AND (v.value ->> 'ttl')::double precision <> 0
+          AND agentstate_store_live(v.value, p_now)
+        RETURNING v.id, v.value
+    )
+    SELECT jsonb_agg(coalesce(r.value, w.value) ORDER BY i.ord) INTO found
+    FROM generate_series(1::bigint, cardinality(p_scopes)::bigint) AS i(ord)
+    LEFT JOIN wanted w ON w.ord = i.ord
+    LEFT JOIN refreshed r ON r.id = w.id;
+    RETURN jsonb_build_object('items', coalesce(found, '[]'));
+END $$;
+
+-- Put an item's value, keeping the created_at of the item already there (expired and
+-- not yet swept too): one upsert, the variable's row locked as agentstate_put locks
+-- it, its scope held FOR KEY SHARE (agentstate_ensure_scope). A list written there
+-- through the context API is replaced, its elements deleted.
+CREATE FUNCTION agentstate_store_put(
+    p_scope text, p_name text, p_value jsonb, p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+    sid bigint;
+    vid bigint;
+BEGIN
+    SELECT id INTO sid FROM agentstate_scope
+    WHERE key = p_scope AND owner_id IS NULL FOR KEY SHARE;
+    IF sid IS NULL THEN
+        sid := agentstate_ensure_scope(p_scope, NULL);
+    END IF;
+    INSERT INTO agentstate_variable AS v
+        (scope_id, name, is_list, value, head, tail, version, updated_at, updated_by)
+    VALUES (sid, p_name, false, p_value, 0, 0, 1, now(), p_actor)
+    ON CONFLICT (scope_id, name) DO UPDATE
+    SET value = EXCLUDED.value || jsonb_build_object(
+            'created_at', coalesce(nullif(v.value -> 'created_at', 'null'), EXCLUDED.value -> 'created_at')),
+        version = v.version + 1, updated_at = now(), updated_by = p_actor
+    WHERE NOT v.is_list
+    RETURNING v.id INTO vid;
+    IF vid IS NULL THEN  -- a list (the upsert left its row locked)
+        SELECT id INTO vid FROM agentstate_variable WHERE scope_id = sid AND name = p_name;
+        DELETE FROM agentstate_element WHERE variable_id = vid;
+        UPDATE agentstate_variable
+        SET is_list = false, value = p_value, head = 0, tail = 0, version = version + 1,
+            updated_at = now(), updated_by = p_actor
+        WHERE id = vid;
+    END IF;
+    RETURN '{}';
+END $$;
