@@ -13,37 +13,44 @@ $$;
 
 -- The live items named by (p_scopes[i], p_names[i]), as {"items": [value or null, ...]}
 -- in that order. An item asked with p_refresh[i] that has a TTL gets its expires_at
--- pushed to p_now + ttl minutes in the same statement (a write that got there first
--- stands: the refresh applies to it, and it is what is returned).
+-- pushed to p_now + ttl minutes, its row locked (a write that got there first
+-- stands, and the refresh applies to it). One item at a time: a statement per
+-- item whose plan PL/pgSQL keeps is far cheaper than planning one over arrays.
 CREATE FUNCTION agentstate_store_get(
     p_scopes text[], p_names text[], p_refresh boolean[], p_now double precision, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
-    found jsonb;
+    answer jsonb := '[]';
+    vid bigint;
+    held jsonb;
+    refreshed jsonb;
 BEGIN
-    WITH wanted AS (
-        SELECT w.ord, v.id, v.value, w.refresh
-        FROM unnest(p_scopes, p_names, p_refresh) WITH ORDINALITY AS w(scope, name, refresh, ord)
-        JOIN agentstate_scope s ON s.key = w.scope AND s.owner_id IS NULL
-        JOIN agentstate_variable v ON v.scope_id = s.id AND v.name = w.name
-        WHERE NOT v.is_list AND agentstate_store_live(v.value, p_now)
-    ), refreshed AS (
-        UPDATE agentstate_variable v
-        SET value = jsonb_set(v.value, '{expires_at}',
-                              to_jsonb(p_now + 60 * (v.value ->> 'ttl')::double precision)),
-            version = v.version + 1, updated_at = now(), updated_by = p_actor
-        WHERE v.id IN (SELECT wanted.id FROM wanted WHERE wanted.refresh)
-          AND jsonb_typeof(v.value -> 'ttl') = 'number'
-          AND (v.value ->> 'ttl')::double precision <> 0
-          AND agentstate_store_live(v.value, p_now)
-        RETURNING v.id, v.value
-    )
-    SELECT jsonb_agg(coalesce(r.value, w.value) ORDER BY i.ord) INTO found
-    FROM generate_series(1::bigint, cardinality(p_scopes)::bigint) AS i(ord)
-    LEFT JOIN wanted w ON w.ord = i.ord
-    LEFT JOIN refreshed r ON r.id = w.id;
-    RETURN jsonb_build_object('items', coalesce(found, '[]'));
+    FOR i IN 1 .. coalesce(cardinality(p_scopes), 0) LOOP
+        SELECT v.id, v.value INTO vid, held FROM agentstate_variable v
+        WHERE v.scope_id = (SELECT s.id FROM agentstate_scope s
+                            WHERE s.key = p_scopes[i] AND s.owner_id IS NULL)
+          AND v.name = p_names[i] AND NOT v.is_list;
+        IF vid IS NULL OR NOT agentstate_store_live(held, p_now) THEN
+            held := NULL;
+        ELSIF p_refresh[i] AND jsonb_typeof(held -> 'ttl') = 'number'
+              AND (held ->> 'ttl')::double precision <> 0 THEN
+            UPDATE agentstate_variable v
+            SET value = jsonb_set(v.value, '{expires_at}',
+                                  to_jsonb(p_now + 60 * (v.value ->> 'ttl')::double precision)),
+                version = v.version + 1, updated_at = now(), updated_by = p_actor
+            WHERE v.id = vid AND NOT v.is_list
+              AND jsonb_typeof(v.value -> 'ttl') = 'number'
+              AND (v.value ->> 'ttl')::double precision <> 0
+              AND agentstate_store_live(v.value, p_now)
+            RETURNING v.value INTO refreshed;
+            IF FOUND THEN
+                held := refreshed;
+            END IF;
+        END IF;
+        answer := answer || jsonb_build_array(held);
+    END LOOP;
+    RETURN jsonb_build_object('items', answer);
 END $$;
 
 -- Put an item's value, keeping the created_at of the item already there (expired and
