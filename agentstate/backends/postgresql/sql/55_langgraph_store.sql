@@ -54,9 +54,11 @@ BEGIN
 END $$;
 
 -- Put an item's value, keeping the created_at of the item already there (expired and
--- not yet swept too): one upsert, the variable's row locked as agentstate_put locks
--- it, its scope held FOR KEY SHARE (agentstate_ensure_scope). A list written there
--- through the context API is replaced, its elements deleted.
+-- not yet swept too). An item already there is one UPDATE: it locks the variable's
+-- row, which is all agentstate_delete_scope waits for (the scope's row is not
+-- touched). Else the scope is held FOR KEY SHARE (agentstate_ensure_scope) and the
+-- variable upserted, as agentstate_put does; a list written there through the
+-- context API is replaced, its elements deleted.
 CREATE FUNCTION agentstate_store_put(
     p_scope text, p_name text, p_value jsonb, p_actor text
 ) RETURNS jsonb
@@ -65,17 +67,24 @@ DECLARE
     sid bigint;
     vid bigint;
 BEGIN
-    SELECT id INTO sid FROM agentstate_scope
-    WHERE key = p_scope AND owner_id IS NULL FOR KEY SHARE;
-    IF sid IS NULL THEN
-        sid := agentstate_ensure_scope(p_scope, NULL);
+    UPDATE agentstate_variable v
+    SET value = p_value || jsonb_build_object(
+            'created_at', coalesce(nullif(v.value -> 'created_at', 'null'), p_value -> 'created_at')),
+        version = v.version + 1, updated_at = now(), updated_by = p_actor
+    WHERE v.scope_id = (SELECT s.id FROM agentstate_scope s
+                        WHERE s.key = p_scope AND s.owner_id IS NULL)
+      AND v.name = p_name AND NOT v.is_list;
+    IF FOUND THEN
+        RETURN '{}';
     END IF;
+    sid := agentstate_ensure_scope(p_scope, NULL);
     INSERT INTO agentstate_variable AS v
         (scope_id, name, is_list, value, head, tail, version, updated_at, updated_by)
     VALUES (sid, p_name, false, p_value, 0, 0, 1, now(), p_actor)
     ON CONFLICT (scope_id, name) DO UPDATE
     SET value = EXCLUDED.value || jsonb_build_object(
-            'created_at', coalesce(nullif(v.value -> 'created_at', 'null'), EXCLUDED.value -> 'created_at')),
+            'created_at', coalesce(nullif(v.value -> 'created_at', 'null'),
+                                   EXCLUDED.value -> 'created_at')),
         version = v.version + 1, updated_at = now(), updated_by = p_actor
     WHERE NOT v.is_list
     RETURNING v.id INTO vid;
