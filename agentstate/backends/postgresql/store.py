@@ -4,7 +4,7 @@ them) and a put one call each."""
 from collections.abc import Callable
 from typing import Any, cast
 
-from agentstate.db import Array, Json
+from agentstate.db import Json
 
 
 class StoreOperations:
@@ -13,14 +13,7 @@ class StoreOperations:
     def store_get(
         self, items: list[tuple[str, str, bool]], now: float, actor: str
     ) -> list[dict[str, Any] | None]:
-        result = self.call(
-            "store_get",
-            [item[0] for item in items],
-            [item[1] for item in items],
-            Array([item[2] for item in items], "boolean"),
-            now,
-            actor,
-        )
+        result = self.call("store_get", Json(items), now, actor)
         return cast(list[dict[str, Any] | None], result["items"])
 
     def store_put(self, scope: str, name: str, value: dict[str, Any], actor: str) -> None:

@@ -7,14 +7,16 @@ A namespace is a scope of the site's own namespace (no owner), keyed
 and ``"expires_at"`` (epoch seconds). A get (each run of consecutive gets of a
 batch) and a put are one operation of the database's backend each
 (``store_get``, ``store_put``: one round trip on PostgreSQL); a search and
-``list_namespaces`` are one query each.
+``list_namespaces`` are one query each (a search that refreshes TTLs adds one
+``store_get``).
 
 Every read checks expiry itself, so an expired item is never returned, nor
 its namespace listed, whether or not the sweep (``agentstate.services.sweep``,
 which the Celery task and ``manage.py agentstate_expire`` run) deleted it yet.
 A read refreshes the TTL of what it returns when asked to (the TTL config's
-``refresh_on_read``, by default); a refresh that meets a newer write keeps
-that write. No semantic index: a search's ``query`` is ignored.
+``refresh_on_read``, by default), in the same backend operation as the read; a
+refresh that meets a write in progress waits for it and applies to it (the
+written value stands). No semantic index: a search's ``query`` is ignored.
 """
 
 from __future__ import annotations

@@ -11,29 +11,35 @@ LANGUAGE sql IMMUTABLE AS $$
         OR (p_value ->> 'expires_at')::double precision > p_now
 $$;
 
--- The live items named by (p_scopes[i], p_names[i]), as {"items": [value or null, ...]}
--- in that order. An item asked with p_refresh[i] that has a TTL gets its expires_at
--- pushed to p_now + ttl minutes, its row locked (a write that got there first
--- stands, and the refresh applies to it). One item at a time: a statement per
--- item whose plan PL/pgSQL keeps is far cheaper than planning one over arrays.
-CREATE FUNCTION agentstate_store_get(
-    p_scopes text[], p_names text[], p_refresh boolean[], p_now double precision, p_actor text
-) RETURNS jsonb
+-- The live items that p_items ([[scope, name, refresh], ...]) name, as {"items": [value
+-- or null, ...]} in that order (JSON in: one parameter, cheap to send). An item asked
+-- with refresh that has a TTL gets its expires_at pushed to p_now + ttl minutes, its
+-- row locked (a write that got there first stands, and the refresh applies to it).
+-- One item at a time: a statement per item whose plan PL/pgSQL keeps is far cheaper
+-- than one planned over the whole batch.
+CREATE FUNCTION agentstate_store_get(p_items jsonb, p_now double precision, p_actor text)
+RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
     answer jsonb := '[]';
+    item jsonb;
+    scope_key text;
+    item_name text;
     vid bigint;
     held jsonb;
     refreshed jsonb;
 BEGIN
-    FOR i IN 1 .. coalesce(cardinality(p_scopes), 0) LOOP
+    FOR i IN 0 .. jsonb_array_length(p_items) - 1 LOOP
+        item := p_items -> i;
+        scope_key := item ->> 0;
+        item_name := item ->> 1;
         SELECT v.id, v.value INTO vid, held FROM agentstate_variable v
         WHERE v.scope_id = (SELECT s.id FROM agentstate_scope s
-                            WHERE s.key = p_scopes[i] AND s.owner_id IS NULL)
-          AND v.name = p_names[i] AND NOT v.is_list;
+                            WHERE s.key = scope_key AND s.owner_id IS NULL)
+          AND v.name = item_name AND NOT v.is_list;
         IF vid IS NULL OR NOT agentstate_store_live(held, p_now) THEN
             held := NULL;
-        ELSIF p_refresh[i] AND jsonb_typeof(held -> 'ttl') = 'number'
+        ELSIF item -> 2 = 'true' AND jsonb_typeof(held -> 'ttl') = 'number'
               AND (held ->> 'ttl')::double precision <> 0 THEN
             UPDATE agentstate_variable v
             SET value = jsonb_set(v.value, '{expires_at}',
