@@ -70,6 +70,10 @@ class Actor:
 SWEEPER = Actor(name="sweeper")
 
 
+# How old a LangGraph thread's ``updated_at`` may be before a put sets it again (an
+# index entry each time); the sweep of ``THREAD_TTL`` waits this much longer.
+THREAD_TOUCH = timedelta(minutes=1)
+
 # A channel's value put with a checkpoint: (channel, version, serde type, bytes);
 # type "empty" with no bytes: the channel was emptied.
 Blob = tuple[str, str, str, bytes | None]
@@ -403,8 +407,9 @@ class Backend(abc.ABC):
         ``PolicyNotFound``, ``AlreadyRevoked``. Event ``policy.revoked``. Value: the
         policy, with ``user_name`` and ``created_by_name``."""
 
-    # LangGraph checkpoints (docs: langgraph): a thread's row is upserted by every
-    # put, its ``updated_at`` set to now; ``checkpoint_ns`` names the (sub)graph.
+    # LangGraph checkpoints (docs: langgraph): a thread's row is made or locked by
+    # every put, its ``updated_at`` set to now when older than ``THREAD_TOUCH``;
+    # ``checkpoint_ns`` names the (sub)graph.
 
     @abc.abstractmethod
     def put_checkpoint(
@@ -519,8 +524,9 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def purge_threads(self, size: int, ttl: timedelta) -> int:
-        """Delete LangGraph threads last put more than ``ttl`` ago, with their
-        checkpoints, values and writes; how many threads."""
+        """Delete LangGraph threads last put more than ``ttl`` ago (``updated_at``
+        older than ``ttl`` plus ``THREAD_TOUCH``), with their checkpoints, values
+        and writes; how many threads."""
 
     @abc.abstractmethod
     def purge_store_items(self, size: int, now: float) -> int:

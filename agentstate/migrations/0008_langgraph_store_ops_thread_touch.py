@@ -1,6 +1,7 @@
-"""The PostgreSQL functions again: ``agentstate_store_get`` and ``agentstate_store_put``,
-LangGraph store's get (a batch of them) and put in one call each (nothing on other
-databases)."""
+"""The PostgreSQL functions again: ``agentstate_store_get`` and ``agentstate_store_put``
+(LangGraph store's get, a batch of them, and put in one call each), and
+``agentstate_touch_thread`` setting a thread's ``updated_at`` at most once a minute,
+``agentstate_purge_threads`` allowing for it (nothing on other databases)."""
 
 from django.db import migrations
 
