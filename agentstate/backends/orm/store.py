@@ -1,6 +1,6 @@
 """LangGraph's store on the ORM: a get (a batch of them) and a put, one transaction each."""
 
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import F
 from django.utils import timezone
@@ -56,7 +56,7 @@ class StoreOperations(ContextOperations):
                 continue
             ttl = ttl_of(value)
             if refresh and ttl is not None and pk not in refreshed:
-                value = {**value, "expires_at": now + 60 * ttl}
+                value = {**cast(dict[str, Any], value), "expires_at": now + 60 * ttl}
                 self.rows(Variable).filter(pk=pk).update(
                     value=value,
                     version=F("version") + 1,
