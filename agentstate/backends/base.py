@@ -70,6 +70,10 @@ class Actor:
 SWEEPER = Actor(name="sweeper")
 
 
+# How old a LangGraph thread's ``updated_at`` may be before a put sets it again (an
+# index entry each time); the sweep of ``THREAD_TTL`` waits this much longer.
+THREAD_TOUCH = timedelta(minutes=1)
+
 # A channel's value put with a checkpoint: (channel, version, serde type, bytes);
 # type "empty" with no bytes: the channel was emptied.
 Blob = tuple[str, str, str, bytes | None]
@@ -420,8 +424,9 @@ class Backend(abc.ABC):
         ``PolicyNotFound``, ``AlreadyRevoked``. Event ``policy.revoked``. Value: the
         policy, with ``user_name`` and ``created_by_name``."""
 
-    # LangGraph checkpoints (docs: langgraph): a thread's row is upserted by every
-    # put, its ``updated_at`` set to now; ``checkpoint_ns`` names the (sub)graph.
+    # LangGraph checkpoints (docs: langgraph): a thread's row is made or locked by
+    # every put, its ``updated_at`` set to now when older than ``THREAD_TOUCH``;
+    # ``checkpoint_ns`` names the (sub)graph.
 
     @abc.abstractmethod
     def put_checkpoint(
@@ -494,6 +499,28 @@ class Backend(abc.ABC):
         namespace's latest) with their writes, and the values no kept checkpoint
         uses."""
 
+    # LangGraph's store (docs: langgraph): an item is a variable of one of the
+    # site's scopes (no owner) keyed ``STORE_PREFIX``..., its value ``{"value",
+    # "created_at", "updated_at"}`` and, with a TTL, ``"ttl"`` (minutes) and
+    # ``"expires_at"`` (epoch seconds). ``now``: the caller's clock (epoch seconds);
+    # ``actor``: stored as the variable's ``updated_by``.
+
+    @abc.abstractmethod
+    def store_get(
+        self, items: list[tuple[str, str, bool]], now: float, actor: str
+    ) -> list[dict[str, Any] | None]:
+        """The stored values of ``items`` (``(scope, name, refresh)``), in that order;
+        ``None`` for one absent or expired (``expires_at`` at most ``now``). One asked
+        with ``refresh`` that has a TTL gets its ``expires_at`` pushed to ``now`` plus
+        its TTL in the same operation, its row locked: a write that got there first
+        stands, and is what is refreshed and returned."""
+
+    @abc.abstractmethod
+    def store_put(self, scope: str, name: str, value: dict[str, Any], actor: str) -> None:
+        """Store an item's ``value``, keeping the ``created_at`` of the item already
+        stored there (expired and not swept yet too); creates the scope as needed; a
+        list stored there is replaced."""
+
     # The sweep (docs: concepts/expiry): each call is one batch of at most
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).
 
@@ -514,8 +541,9 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def purge_threads(self, size: int, ttl: timedelta) -> int:
-        """Delete LangGraph threads last put more than ``ttl`` ago, with their
-        checkpoints, values and writes; how many threads."""
+        """Delete LangGraph threads last put more than ``ttl`` ago (``updated_at``
+        older than ``ttl`` plus ``THREAD_TOUCH``), with their checkpoints, values
+        and writes; how many threads."""
 
     @abc.abstractmethod
     def purge_store_items(self, size: int, now: float) -> int:

@@ -15,10 +15,12 @@ from .checkpoints import CheckpointOperations
 from .context import ContextOperations
 from .pauses import PauseOperations
 from .runs import RunOperations
+from .store import StoreOperations
 from .sweep import SweepOperations
 
 
 class ORMBackend(
+    StoreOperations,
     ContextOperations,
     PauseOperations,
     RunOperations,

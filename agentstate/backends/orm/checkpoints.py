@@ -1,5 +1,5 @@
 """LangGraph checkpoints on the ORM: each operation one transaction, a thread's puts
-queued on its row (the upsert that touches ``updated_at`` locks it)."""
+queued on its row (locked by each, or made by the first)."""
 
 from collections.abc import Iterable
 from datetime import timedelta
@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Max, Q
 from django.db.models.functions import Now
 
-from agentstate.backends.base import Blob, StoredCheckpoint, Write
+from agentstate.backends.base import THREAD_TOUCH, Blob, StoredCheckpoint, Write
 from agentstate.exceptions import HistoryForked
 from agentstate.models import Checkpoint, CheckpointBlob, CheckpointWrite, Thread
 
@@ -33,20 +33,29 @@ def run_of(metadata: dict[str, Any]) -> str | None:
 
 class CheckpointOperations(Operations):
     def _touch_thread(self, thread_id: str) -> int:
-        """The thread's row id, the row made or its ``updated_at`` set to now, and locked."""
-        self.rows(Thread).bulk_create(
+        """The thread's row id, the row made or locked; its ``updated_at`` set to now
+        when older than ``THREAD_TOUCH`` (indexed, so each change of it costs an index
+        entry)."""
+        threads = self.rows(Thread)
+        pk: int | None = (
+            threads.select_for_update(no_key=True)
+            .filter(thread_id=thread_id)
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if pk is not None:
+            threads.filter(pk=pk, updated_at__lt=Now() - THREAD_TOUCH).update(updated_at=Now())
+            return pk
+        threads.bulk_create(
             [Thread(thread_id=thread_id)],
             update_conflicts=True,
             unique_fields=["thread_id"],
             update_fields=["updated_at"],
         )
-        pk: int = (
-            self.rows(Thread)
-            .select_for_update()
-            .values_list("pk", flat=True)
-            .get(thread_id=thread_id)
+        made: int = (
+            threads.select_for_update().values_list("pk", flat=True).get(thread_id=thread_id)
         )
-        return pk
+        return made
 
     def put_checkpoint(
         self,
@@ -402,7 +411,7 @@ class CheckpointOperations(Operations):
     def _purge_threads(self, size: int, ttl: timedelta) -> int:
         stale = list(
             self.rows(Thread)
-            .filter(updated_at__lt=Now() - ttl)
+            .filter(updated_at__lt=Now() - ttl - THREAD_TOUCH)
             .select_for_update(skip_locked=True)
             .order_by("updated_at")
             .values_list("pk", flat=True)[:size]

@@ -32,6 +32,7 @@ from .context import ContextOperations
 from .pauses import PauseOperations
 from .policies import PolicyOperations
 from .runs import RunOperations
+from .store import StoreOperations
 from .sweep import SweepOperations
 
 SQL_DIR = Path(__file__).with_name("sql")
@@ -87,6 +88,7 @@ class PostgreSQLBackend(
     RunOperations,
     BudgetOperations,
     CheckpointOperations,
+    StoreOperations,
     SweepOperations,
     Backend,
 ):

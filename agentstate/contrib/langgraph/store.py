@@ -4,15 +4,19 @@ A namespace is a scope of the site's own namespace (no owner), keyed
 ``langgraph:`` and the namespace's labels joined by ``.`` (a label holds no
 ``.``, so the key names one namespace); a key is a variable of it, holding
 ``{"value", "created_at", "updated_at"}`` and, with a TTL, ``"ttl"`` (minutes)
-and ``"expires_at"`` (epoch seconds). Writes go through the database's
-backend like every context variable's; reads are one query each.
+and ``"expires_at"`` (epoch seconds). A get (each run of consecutive gets of a
+batch) and a put are one operation of the database's backend each
+(``store_get``, ``store_put``: one round trip on PostgreSQL); a search and
+``list_namespaces`` are one query each (a search that refreshes TTLs adds one
+``store_get``).
 
 Every read checks expiry itself, so an expired item is never returned, nor
 its namespace listed, whether or not the sweep (``agentstate.services.sweep``,
 which the Celery task and ``manage.py agentstate_expire`` run) deleted it yet.
 A read refreshes the TTL of what it returns when asked to (the TTL config's
-``refresh_on_read``, by default); a refresh that meets a newer write keeps
-that write. No semantic index: a search's ``query`` is ignored.
+``refresh_on_read``, by default), in the same backend operation as the read; a
+refresh that meets a write in progress waits for it and applies to it (the
+written value stands). No semantic index: a search's ``query`` is ignored.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from langgraph.store.base import (
 
 from agentstate.backends import Backend, backend
 from agentstate.backends.base import STORE_PREFIX
-from agentstate.exceptions import NotFound, VersionMismatch
+from agentstate.exceptions import NotFound
 from agentstate.models import Variable
 from agentstate.services.sweep import purge_store_items
 from agentstate.validation import check_key
@@ -119,20 +123,26 @@ class AgentStateStore(BaseStore):
     def backend(self) -> Backend:
         return backend(self.using)
 
-    def _live(self) -> QuerySet[Variable]:
-        """The store's variables that have not expired (by this process's clock)."""
+    def _live(self, now: float) -> QuerySet[Variable]:
+        """The store's variables that have not expired at ``now`` (this process's clock)."""
         return (
             Variable.objects.using(self.using)
             .filter(scope__owner__isnull=True, scope__key__startswith=PREFIX)
-            .filter(Q(value__expires_at__isnull=True) | Q(value__expires_at__gt=time.time()))
+            .filter(Q(value__expires_at__isnull=True) | Q(value__expires_at__gt=now))
         )
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """The operations in order; each run of consecutive gets is one backend call."""
         results: list[Result] = []
+        gets: list[GetOp] = []
         for op in ops:
             if isinstance(op, GetOp):
-                results.append(self._get(op))
-            elif isinstance(op, PutOp):
+                gets.append(op)
+                continue
+            if gets:
+                results.extend(self._get(gets))
+                gets = []
+            if isinstance(op, PutOp):
                 self._put(op)
                 results.append(None)
             elif isinstance(op, SearchOp):
@@ -141,44 +151,40 @@ class AgentStateStore(BaseStore):
                 results.append(self._list_namespaces(op))
             else:
                 raise ValueError(f"Unknown operation: {op!r}")
+        if gets:
+            results.extend(self._get(gets))
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await sync_to_async(self.batch)(list(ops))
 
-    def _item(self, key: str, scope: str, stored: dict[str, Any], cls: type[Item] = Item) -> Any:
+    def _item(
+        self,
+        key: str,
+        namespace: tuple[str, ...],
+        stored: dict[str, Any],
+        cls: type[Item] = Item,
+    ) -> Any:
         return cls(
             value=stored["value"],
             key=key,
-            namespace=namespace_of(scope),
+            namespace=namespace,
             created_at=datetime.fromisoformat(stored["created_at"]),
             updated_at=datetime.fromisoformat(stored["updated_at"]),
         )
 
-    def _refresh(self, scope: str, name: str, stored: dict[str, Any], version: int) -> None:
-        """Push the item's expiry ``ttl`` minutes from now, unless it changed since read."""
-        refreshed = {**stored, "expires_at": time.time() + 60 * stored["ttl"]}
-        try:
-            self.backend.put(scope, name, refreshed, version, None, ACTOR)
-        except (VersionMismatch, NotFound):
-            pass  # written or deleted meanwhile: that change stands
-
-    def _get(self, op: GetOp) -> Item | None:
-        scope = scope_key(op.namespace)
-        row = (
-            self._live()
-            .filter(scope__key=scope, name=op.key)
-            .values_list("value", "version")
-            .first()
+    def _get(self, ops: list[GetOp]) -> list[Item | None]:
+        """The items of ``ops``, live ones only, their TTL refreshed where asked: one
+        backend call for all."""
+        found = self.backend.store_get(
+            [(scope_key(op.namespace), op.key, bool(op.refresh_ttl)) for op in ops],
+            time.time(),
+            ACTOR,
         )
-        if row is None:
-            return None
-        stored = cast(dict[str, Any], row[0])
-        version: int = row[1]
-        if op.refresh_ttl and stored.get("ttl"):
-            self._refresh(scope, op.key, stored, version)
-        item: Item = self._item(op.key, scope, stored)
-        return item
+        return [
+            None if stored is None else self._item(op.key, tuple(op.namespace), stored)
+            for op, stored in zip(ops, found, strict=True)
+        ]
 
     def _put(self, op: PutOp) -> None:
         scope = scope_key(op.namespace)
@@ -191,30 +197,25 @@ class AgentStateStore(BaseStore):
                 pass
             return
         now = datetime.now(UTC).isoformat()
-        existing = (
-            Variable.objects.using(self.using)
-            .filter(scope__owner__isnull=True, scope__key=scope, name=op.key)
-            .values_list("value", flat=True)
-            .first()
-        )
-        created = existing.get("created_at", now) if isinstance(existing, dict) else now
-        stored: dict[str, Any] = {"value": op.value, "created_at": created, "updated_at": now}
+        stored: dict[str, Any] = {"value": op.value, "created_at": now, "updated_at": now}
         if op.ttl is not None:
             stored["ttl"] = op.ttl
             stored["expires_at"] = time.time() + 60 * op.ttl
-        self.backend.put(scope, op.key, stored, None, None, ACTOR)
+        self.backend.store_put(scope, op.key, stored, ACTOR)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        rows = self._live()
+        now = time.time()
+        rows = self._live(now)
         if op.namespace_prefix:
             prefix = scope_key(op.namespace_prefix)
             rows = rows.filter(Q(scope__key=prefix) | Q(scope__key__startswith=prefix + "."))
         found: list[SearchItem] = []
+        refresh: list[tuple[str, str, bool]] = []
         skip = op.offset
         ordered = rows.order_by("-updated_at", "scope__key", "name").values_list(
-            "scope__key", "name", "value", "version"
+            "scope__key", "name", "value"
         )
-        for scope, name, value, version in ordered.iterator(chunk_size=500):
+        for scope, name, value in ordered.iterator(chunk_size=500):
             stored = cast(dict[str, Any], value)
             if op.filter and not all(
                 _compare(stored["value"].get(k), v) for k, v in op.filter.items()
@@ -224,14 +225,16 @@ class AgentStateStore(BaseStore):
                 skip -= 1
                 continue
             if op.refresh_ttl and stored.get("ttl"):
-                self._refresh(scope, name, stored, version)
-            found.append(self._item(name, scope, stored, SearchItem))
+                refresh.append((scope, name, True))
+            found.append(self._item(name, namespace_of(scope), stored, SearchItem))
             if len(found) >= op.limit:
                 break
+        if refresh:
+            self.backend.store_get(refresh, now, ACTOR)
         return found
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        keys = self._live().order_by().values_list("scope__key", flat=True).distinct()
+        keys = self._live(time.time()).order_by().values_list("scope__key", flat=True).distinct()
         namespaces = {namespace_of(key) for key in keys}
         for condition in op.match_conditions or ():
             namespaces = {ns for ns in namespaces if _matches(condition, ns)}

@@ -2,15 +2,28 @@
 -- path, each one call. The rarer operations (list, delete, copy, prune) run on
 -- the ORM on every database: one function would save them nothing that counts.
 
--- The thread's row id, made or touched (updated_at: now) and locked, so that the
--- puts of one thread queue on it.
+-- The thread's row id, made or locked (FOR NO KEY UPDATE, as an update locks it), so
+-- that the puts of one thread queue on it. Its updated_at is indexed (THREAD_TTL), so
+-- setting it is never a HOT update: it is set to now only when more than a minute old
+-- (base.THREAD_TOUCH), and the sweep allows for that minute.
 CREATE FUNCTION agentstate_touch_thread(p_thread text) RETURNS bigint
-LANGUAGE sql AS $$
-    INSERT INTO agentstate_thread AS t (thread_id, created_at, updated_at)
-    VALUES (p_thread, now(), now())
-    ON CONFLICT (thread_id) DO UPDATE SET updated_at = now()
-    RETURNING t.id
-$$;
+LANGUAGE plpgsql AS $$
+DECLARE
+    tid bigint;
+    touched timestamptz;
+BEGIN
+    SELECT id, updated_at INTO tid, touched FROM agentstate_thread
+    WHERE thread_id = p_thread FOR NO KEY UPDATE;
+    IF tid IS NULL THEN
+        INSERT INTO agentstate_thread AS t (thread_id, created_at, updated_at)
+        VALUES (p_thread, now(), now())
+        ON CONFLICT (thread_id) DO UPDATE SET updated_at = now()
+        RETURNING t.id INTO tid;
+    ELSIF touched < now() - interval '1 minute' THEN
+        UPDATE agentstate_thread SET updated_at = now() WHERE id = tid;
+    END IF;
+    RETURN tid;
+END $$;
 
 -- A checkpoint and its new channel values; a fork (its parent already has
 -- another child, or a second root) is marked, or refused with p_refuse.
@@ -125,13 +138,14 @@ BEGIN
     ) w;
 END $$;
 
--- The sweep: one batch of threads last put more than p_ttl ago, with everything
--- they hold (a thread being written is locked, so skipped).
+-- The sweep: one batch of threads last put more than p_ttl ago (updated_at older than
+-- p_ttl and the minute a put may leave it unchanged), with everything they hold (a
+-- thread being written is locked, so skipped).
 CREATE FUNCTION agentstate_purge_threads(p_size integer, p_ttl interval) RETURNS jsonb
 LANGUAGE sql AS $$
     WITH batch AS (
         SELECT id FROM agentstate_thread
-        WHERE updated_at < now() - p_ttl
+        WHERE updated_at < now() - p_ttl - interval '1 minute'
         ORDER BY updated_at LIMIT p_size
         FOR UPDATE SKIP LOCKED
     ), writes AS (
