@@ -29,11 +29,10 @@ from typing import Annotated, Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import env
+from bench import env, peers
 from bench.workers import Op, Start
 
 WORKERS = (1, 8)
-GOAL = 1.0  # ours over theirs: more than this
 TAG = uuid.uuid4().hex[:8]
 
 
@@ -230,47 +229,17 @@ def measure(seconds: float, only: set[str] | None = None) -> dict:
     return figures
 
 
-def met(ratio: float) -> str:
-    return "ok" if ratio > GOAL else "MISSED"
+TITLE = "vs LangGraph (ops/s)"
+LEGEND = "ours: AgentStateSaver, AgentStateStore; theirs: LangGraph's PostgresSaver, PostgresStore"
+MARKDOWN_TITLE = "ours / LangGraph's PostgresSaver, PostgresStore"
 
 
 def report(figures: dict) -> str:
-    """The printed table."""
-    lines = [
-        f"{'vs LangGraph (ops/s)':<20}"
-        + "".join(f"{'ours @' + w:>11}{'theirs':>9}{'ratio':>7}{'':7}" for w in figures)
-    ]
-    for name in figures["1"]:
-        lines.append(
-            f"{name:<20}"
-            + "".join(
-                f"{figures[w][name]['ours']:>11,.0f}{figures[w][name]['theirs']:>9,.0f}"
-                f"{figures[w][name]['ratio']:>7.2f} {met(figures[w][name]['ratio']):<6}"
-                for w in figures
-            )
-        )
-    lines.append(
-        "  ours: AgentStateSaver, AgentStateStore; theirs: LangGraph's PostgresSaver,"
-        f" PostgresStore; ratio: ours / theirs (goal > {GOAL})"
-    )
-    return "\n".join(lines)
+    return peers.report(figures, TITLE, LEGEND)
 
 
 def markdown(figures: dict) -> str:
-    """The Markdown table."""
-    lines = [
-        "| ours / LangGraph's PostgresSaver, PostgresStore | ours @1 | theirs @1 "
-        f"| ratio @1 (> {GOAL}) | ours @8 | theirs @8 | ratio @8 (> {GOAL}) |",
-        "|---|--:|--:|--:|--:|--:|--:|",
-    ]
-    for name in figures["1"]:
-        cells = [
-            f"{figures[w][name]['ours']:,.0f} | {figures[w][name]['theirs']:,.0f} "
-            f"| {figures[w][name]['ratio']:.2f}"
-            for w in ("1", "8")
-        ]
-        lines.append(f"| {name} | {' | '.join(cells)} |")
-    return "\n".join(lines) + "\n"
+    return peers.markdown(figures, MARKDOWN_TITLE)
 
 
 def main() -> None:

@@ -197,6 +197,10 @@ def report(results: dict) -> None:
         from bench import langgraph_ops
 
         print("\n" + langgraph_ops.report(results["langgraph_peers"]))
+    if "sessions" in results:
+        from bench import sessions
+
+        print("\n" + sessions.report(results["sessions"]))
     http = results["http"]
     print(
         f"\n{'REST (gunicorn, wrk)':<33}{'req/s':>7}{'DRF':>7}{'bare':>7}{'ratio':>7}{'':7}"
@@ -278,6 +282,10 @@ def markdown(results: dict) -> str:
         from bench import langgraph_ops
 
         lines += ["", langgraph_ops.markdown(results["langgraph_peers"]).rstrip("\n")]
+    if "sessions" in results:
+        from bench import sessions
+
+        lines += ["", sessions.markdown(results["sessions"]).rstrip("\n")]
     http = results["http"]
     lines += [
         "",
@@ -432,7 +440,6 @@ def main() -> None:
     results["ratios"] = ratios(results)
     results["total_seconds"] = round(time.perf_counter() - began, 1)
     report(results)
-    sessions.table(results["sessions"])
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / time.strftime("%Y%m%d-%H%M%S")
     stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")

@@ -21,17 +21,16 @@ The figure compared is ours over theirs (the goal: more than 1.0).
 import asyncio
 import sys
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import peers
 from bench.env import dsn
 from bench.workers import Op, Start, rate
 
 WORKERS = (1, 8)
-GOAL = 1.0
 RATE_CEILING = 5000  # operations per second per core that a pop supply must outlast
 USER = {"role": "user", "content": "What is the weather in Paris today, and should I cycle?"}
 REPLY = {
@@ -168,17 +167,17 @@ def measure(seconds: float, workers_list: tuple[int, ...] = WORKERS) -> dict:
     return figures
 
 
-def table(figures: dict, show: Callable[[str], None] = print) -> None:
-    """The figures as a table: ops/s of each, and ours over theirs against the goal."""
-    show(f"\nAgents SDK sessions: AgentStateSession / SQLAlchemySession (goal > {GOAL})")
-    show(f"{'workers':>7}  {'operation':<30} {'ours/s':>9} {'theirs/s':>9} {'ratio':>7}")
-    for workers, ops in figures.items():
-        for name, f in ops.items():
-            mark = "ok" if f["ratio"] > GOAL else "BELOW"
-            show(
-                f"{workers:>7}  {name:<30} {f['ours']:>9.1f} {f['theirs']:>9.1f}"
-                f" {f['ratio']:>7.3f} {mark}"
-            )
+TITLE = "vs SQLAlchemySession"
+LEGEND = "ours: AgentStateSession; theirs: the Agents SDK's SQLAlchemySession on psycopg"
+MARKDOWN_TITLE = "ours / the Agents SDK's SQLAlchemySession"
+
+
+def report(figures: dict) -> str:
+    return peers.report(figures, TITLE, LEGEND)
+
+
+def markdown(figures: dict) -> str:
+    return peers.markdown(figures, MARKDOWN_TITLE)
 
 
 def main() -> None:
@@ -192,7 +191,10 @@ def main() -> None:
     env.create_database()
     env.setup_django()
     env.migrate()
-    table(measure(1 if args.quick else 2))
+    figures = measure(1 if args.quick else 2)
+    print(report(figures))
+    print()
+    print(markdown(figures))
 
 
 if __name__ == "__main__":
