@@ -110,3 +110,20 @@ def run_concurrently(workers: int, target: Callable[[int], Any], timeout: float 
 @pytest.fixture
 def concurrently():
     return run_concurrently
+
+
+@pytest.fixture
+def eager_celery():
+    """A Celery app of this thread that runs each task at once, in the caller; the
+    app that was current before (the app itself, not Celery's proxy) is current again
+    afterwards. Other threads keep theirs: decide in this one."""
+    from celery import Celery, current_app
+
+    previous = current_app._get_current_object()
+    app = Celery("eager-test", set_as_current=False)
+    app.conf.task_always_eager = True
+    app.set_current()
+    try:
+        yield app
+    finally:
+        previous.set_current()

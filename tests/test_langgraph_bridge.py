@@ -263,21 +263,6 @@ def test_an_expired_request_is_a_rejection():
     assert "expired" in heard.content
 
 
-@pytest.fixture
-def eager_celery():
-    """A Celery app of this process that runs each task at once, in the caller."""
-    from celery import Celery
-
-    app = Celery("graphbridge-test", set_as_current=False)
-    app.conf.task_always_eager = True
-    previous = __import__("celery").current_app._get_current_object()  # not the proxy
-    app.set_current()
-    try:
-        yield app
-    finally:
-        previous.set_current()
-
-
 def test_a_registered_bridge_resumes_when_the_last_request_is_decided(reviewer, eager_celery):
     mailer = Mailer(emails(("bob", "call-1")), says("mailed"))
     bridge = contrib.register("mailer", GraphBridge(mailer.agent))

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 from asgiref.sync import sync_to_async
-from celery import current_app
 from django.db import connections
 from pydantic_ai import (
     Agent,
@@ -293,19 +292,16 @@ def test_a_taken_run_id_and_a_foreign_state_are_refused(reviewer):
     assert context.get_state("agentstate.bridges", "run-foreign") is not None
 
 
-def test_a_registered_bridge_resumes_when_the_last_request_is_decided(reviewer):
+def test_a_registered_bridge_resumes_when_the_last_request_is_decided(reviewer, eager_celery):
     """Deciding the last pending request queues ``resume_run`` (run eagerly here), which
     resumes the run with the bridge registered under the name its state was kept with."""
     mailer = Mailer(email("bob", "call-1"), done("mailed"))
     bridge = contrib.register("pa-mailer", mailer.bridge())
-    eager = current_app.conf.task_always_eager
-    current_app.conf.task_always_eager = True
     try:
         outcome = bridge.start("mail bob", run_id="run-auto")
         assert waiting_on(ServiceStore().peek_state("run-auto")) == "pa-mailer"
-        review_in_thread(outcome.pending[0].id, "approve", reviewer)
+        approvals.decide(outcome.pending[0].id, "approve", by=reviewer)
     finally:
-        current_app.conf.task_always_eager = eager
         contrib.unregister("pa-mailer")
     assert mailer.sent == ["bob"]
     assert ServiceStore().peek_state("run-auto") is None

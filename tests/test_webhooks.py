@@ -350,7 +350,7 @@ def broker(tmp_path):
         def waiting() -> int:
             return len(list(folder.glob("*.msg")))
 
-    previous = __import__("celery").current_app
+    previous = __import__("celery").current_app._get_current_object()  # not the proxy
     app.set_current()
     try:
         yield waiting
