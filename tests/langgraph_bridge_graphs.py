@@ -62,6 +62,19 @@ def question_graph(effects: Effects | None = None, *, questions: int = 1) -> Sta
     return builder
 
 
+def two_in_a_row() -> StateGraph:
+    """One node asking two questions, one after the other: two stops."""
+
+    def ask(state: State) -> dict[str, Any]:
+        return {"log": [interrupt("first?"), interrupt("second?")]}
+
+    builder = StateGraph(State)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    return builder
+
+
 class ScriptedChatModel(FakeMessagesListChatModel):
     """Replays its scripted messages, one per call, recording what it was sent."""
 

@@ -22,7 +22,7 @@ from agentstate.exceptions import AlreadyClaimed, BadInput, Conflict, PauseNotFo
 from agentstate.models import ApprovalRequest, PausedRun, Run
 from agentstate.services import approvals
 
-from .langgraph_bridge_graphs import Effects, Mailer, emails, question_graph, says
+from .langgraph_bridge_graphs import Effects, Mailer, emails, question_graph, says, two_in_a_row
 from .test_pauses_processes import ROOT, site_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -273,23 +273,6 @@ def test_a_registered_bridge_resumes_when_the_last_request_is_decided(reviewer, 
         assert bridge.resume(outcome.thread_id).status == BUSY
     finally:
         contrib.unregister("mailer")
-
-
-def two_in_a_row():
-    """One node asking two questions, one after the other: two stops."""
-    from langgraph.graph import END, START, StateGraph
-    from langgraph.types import interrupt
-
-    from .langgraph_bridge_graphs import State
-
-    def ask(state):
-        return {"log": [interrupt("first?"), interrupt("second?")]}
-
-    builder = StateGraph(State)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", END)
-    return builder
 
 
 def test_a_thread_answered_through_an_unnamed_bridge_still_waits_on_its_registered_one():

@@ -87,14 +87,9 @@ def test_a_node_asking_twice_resumes_to_its_end():
     last is kept (PostgreSQL refused to write one row twice in one statement)."""
     from langgraph.types import Command
 
-    def ask(state):
-        return {"log": [interrupt("first?"), interrupt("second?")]}
+    from tests.langgraph_bridge_graphs import two_in_a_row
 
-    builder = StateGraph(State)
-    builder.add_node("ask", ask)
-    builder.add_edge(START, "ask")
-    builder.add_edge("ask", END)
-    app = builder.compile(checkpointer=AgentStateSaver())
+    app = two_in_a_row().compile(checkpointer=AgentStateSaver())
     assert app.invoke({"log": []}, config("twice"))["__interrupt__"][0].value == "first?"
     assert app.invoke(Command(resume="a"), config("twice"))["__interrupt__"][0].value == "second?"
     assert app.invoke(Command(resume="b"), config("twice")) == {"log": ["a", "b"]}
