@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -20,6 +20,9 @@ class ErrorSerializer(serializers.Serializer):
     code = serializers.CharField()
     field = serializers.CharField(required=False)
 
+
+# The query parameters of every paginated listing.
+PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
 
 COMMON_ERRORS = (400, 401, 403, 404, 405, 406, 409, 410, 412, 413, 415, 503)
 

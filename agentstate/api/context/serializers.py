@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from agentstate.models import Scope
 
-from .fields import (
+from ..fields import (
     AnyJSONField,
     KeyField,
     QueryIntegerField,

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from agentstate.models import Delivery, DeliveryAttempt, Webhook
 from agentstate.services.webhooks import KINDS
 
-from .fields import QuerySerializer, StrictBooleanField, StrictCharField, StrictSerializer
+from ..fields import QuerySerializer, StrictBooleanField, StrictCharField, StrictSerializer
 
 
 class WebhookCreate(StrictSerializer):

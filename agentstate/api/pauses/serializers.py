@@ -10,7 +10,7 @@ from rest_framework import serializers
 from agentstate.conf import agentstate_settings
 from agentstate.models import PausedRun
 
-from .fields import (
+from ..fields import (
     AnyJSONField,
     KeyField,
     QuerySerializer,
