@@ -3,6 +3,7 @@
 from rest_framework import serializers
 
 from agentstate.models import Scope
+from agentstate.services.context import MODES
 
 from ..fields import (
     AnyJSONField,
@@ -90,7 +91,12 @@ class PushResponse(serializers.Serializer):
 class PopRequest(OwnerMixin, StrictSerializer):
     scope = KeyField()
     name = KeyField()
-    mode = StrictCharField(required=False, default="LIFO", help_text="LIFO (default) or FIFO.")
+    mode = StrictCharField(
+        required=False,
+        default="LIFO",
+        help_text="LIFO (default) or FIFO.",
+        openapi={"enum": list(MODES)},
+    )
 
 
 class PopResponse(serializers.Serializer):

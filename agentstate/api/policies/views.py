@@ -28,13 +28,14 @@ from agentstate.services import approvals, budgets
 
 from ..access import has_any_perm, reach, require
 from ..base import AgentStateAPIView
+from ..fields import TEXT_PATTERN
 from ..ids import path_id
 from ..runs.views import RUN_ID, RunAPIView
 from ..schema import PAGES, documented
 from . import serializers as s
 
 POLICY_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
-USERNAME = OpenApiParameter("username", str, OpenApiParameter.PATH)
+USERNAME = OpenApiParameter("username", str, OpenApiParameter.PATH, pattern=TEXT_PATTERN)
 
 
 def named(policies: QuerySet[ApprovalPolicy]) -> QuerySet[ApprovalPolicy]:

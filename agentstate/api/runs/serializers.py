@@ -11,11 +11,12 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentstate.models import ApprovalRequest
+from agentstate.models import KEY_LENGTH, ApprovalRequest
 from agentstate.services.budgets import COUNTERS
 from agentstate.services.runs import MAX_INCREMENT
 
 from ..fields import (
+    TEXT_PATTERN,
     AnyJSONField,
     KeyField,
     QuerySerializer,
@@ -28,7 +29,13 @@ from ..fields import (
 from ..schema import ErrorSerializer
 
 # One side of a record: true, false or a list of call ids (OpenAPI 3.0).
-SIDE_SCHEMA = {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]}
+CALL_ID_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": KEY_LENGTH,
+    "pattern": TEXT_PATTERN,
+}
+SIDE_SCHEMA = {"oneOf": [{"type": "boolean"}, {"type": "array", "items": CALL_ID_SCHEMA}]}
 RECORDS_SCHEMA = {
     "type": "object",
     "description": "Per tool name, the OpenAI Agents SDK's approval record.",

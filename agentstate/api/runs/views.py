@@ -33,6 +33,7 @@ from agentstate.validation import check_run_id
 
 from ..access import reach, require, visible_requests
 from ..base import AgentStateAPIView
+from ..fields import RUN_ID_PATTERN
 from ..ids import path_id
 from ..schema import PAGES, documented
 from . import serializers as s
@@ -40,7 +41,7 @@ from . import serializers as s
 if TYPE_CHECKING:
     from django.contrib.auth.models import _AnyUser
 
-RUN_ID = OpenApiParameter("run_id", str, OpenApiParameter.PATH)
+RUN_ID = OpenApiParameter("run_id", str, OpenApiParameter.PATH, pattern=RUN_ID_PATTERN)
 REQUEST_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
 
 
