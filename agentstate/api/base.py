@@ -22,10 +22,10 @@ from rest_framework.views import APIView
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import BadInput
 
+from .access import IsAuthenticated
 from .errors import exception_handler, first_error
 from .pagination import Pagination
 from .parsers import BoundedJSONParser
-from .permissions import IsAuthenticated
 from .schema import AgentStateSchema
 
 

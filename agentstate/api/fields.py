@@ -4,22 +4,37 @@ DRF's own fields turn ``5`` into ``"5"`` and ``"true"`` into ``True``; an
 agent sending the wrong type should hear about it instead.
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from rest_framework import serializers
 
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import BadInput
-from agentstate.models import KEY_LENGTH
+from agentstate.models import KEY_LENGTH, RUN_ID_LENGTH
 from agentstate.validation import check_json, check_run_id, text_problem
+
+# What the OpenAPI schema states of a string (ECMA-262 and Python read both alike).
+# Text holds no U+0000 (an unpaired surrogate is no Unicode text: UTF-8 cannot carry one).
+# Not empty: DRF refuses a blank string unless allow_blank, which the schema then adds.
+TEXT_PATTERN = r"^[^\u0000]+$"
+# check_run_id's rule: 1 to RUN_ID_LENGTH of A-Z a-z 0-9 . _ : -, and not "." or "..".
+RUN_ID_PATTERN = rf"^(?!\.\.?$)[A-Za-z0-9._:-]{{1,{RUN_ID_LENGTH}}}$"
 
 
 class StrictCharField(serializers.CharField):
-    """A string kept exactly as sent: no number coerced, no whitespace trimmed."""
+    """A string kept exactly as sent: no number coerced, no whitespace trimmed.
 
-    def __init__(self, **kwargs: Any) -> None:
+    ``openapi``: what the schema adds to the field's (``AgentStateSchema``), so
+    a request valid by the schema passes the field's own checks.
+    """
+
+    openapi: ClassVar[dict[str, Any]] = {"pattern": TEXT_PATTERN}
+
+    def __init__(self, openapi: dict[str, Any] | None = None, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
+        if openapi:
+            self.openapi = {**type(self).openapi, **openapi}  # type: ignore[misc]
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
@@ -42,6 +57,8 @@ class KeyField(StrictCharField):
 
 
 class RunIdField(StrictCharField):
+    openapi: ClassVar[dict[str, Any]] = {"pattern": RUN_ID_PATTERN}
+
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)

@@ -9,8 +9,10 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
+
+from .fields import StrictSerializer
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,10 +23,34 @@ class ErrorSerializer(serializers.Serializer):
     field = serializers.CharField(required=False)
 
 
+# The query parameters of every paginated listing.
+PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
+
 COMMON_ERRORS = (400, 401, 403, 404, 405, 406, 409, 410, 412, 413, 415, 503)
 
 
 class AgentStateSchema(AutoSchema):
+    """States what the fields check beyond DRF's own mapping: a field's ``openapi``
+    (patterns, enums), and ``additionalProperties: false`` on a body that refuses
+    unknown fields (``StrictSerializer``)."""
+
+    def _map_serializer_field(
+        self, field: serializers.Field, direction: str, bypass_extensions: bool = False
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_serializer_field(  # type: ignore[no-untyped-call]
+            field, direction, bypass_extensions
+        )
+        schema.update(getattr(field, "openapi", {}))
+        return schema
+
+    def _map_basic_serializer(
+        self, serializer: serializers.Serializer, direction: str
+    ) -> dict[str, Any]:
+        schema: dict[str, Any] = super()._map_basic_serializer(serializer, direction)  # type: ignore[no-untyped-call]
+        if isinstance(serializer, StrictSerializer):
+            schema["additionalProperties"] = False
+        return schema
+
     def _get_response_bodies(
         self, direction: Literal["request", "response"] = "response"
     ) -> dict[str, Any]:

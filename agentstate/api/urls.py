@@ -5,16 +5,13 @@ Every path is described in docs/rest-api.md.
 
 from django.urls import path
 
-from . import (
-    views_budgets,
-    views_context,
-    views_events,
-    views_pauses,
-    views_policies,
-    views_runs,
-    views_webhooks,
-)
+from .context import views as views_context
 from .docs import AssetView, DocsView, RedocView, SchemaView
+from .events import views as views_events
+from .pauses import views as views_pauses
+from .policies import views as views_policies
+from .runs import views as views_runs
+from .webhooks import views as views_webhooks
 
 app_name = "agentstate"
 
@@ -32,7 +29,7 @@ urlpatterns = [
     path("runs/", views_runs.RunsView.as_view(), name="runs"),
     path("runs/<str:run_id>/", views_runs.RunView.as_view(), name="run"),
     path("runs/<str:run_id>/usage/", views_runs.UsageView.as_view(), name="run-usage"),
-    path("runs/<str:run_id>/budget/", views_budgets.RunBudgetView.as_view(), name="run-budget"),
+    path("runs/<str:run_id>/budget/", views_policies.RunBudgetView.as_view(), name="run-budget"),
     path("runs/<str:run_id>/approvals/", views_runs.ApprovalsView.as_view(), name="run-approvals"),
     path(
         "runs/<str:run_id>/approvals/approve/", views_runs.ApproveView.as_view(), name="run-approve"
@@ -55,7 +52,7 @@ urlpatterns = [
         name="approval-request-decide",
     ),
     path(
-        "users/<str:username>/budget/", views_budgets.UserBudgetView.as_view(), name="user-budget"
+        "users/<str:username>/budget/", views_policies.UserBudgetView.as_view(), name="user-budget"
     ),
     path("approval-policies/", views_policies.PoliciesView.as_view(), name="approval-policies"),
     path(

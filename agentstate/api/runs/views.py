@@ -16,13 +16,12 @@ changed in one round trip, and the response is built from what it returned.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -32,26 +31,18 @@ from agentstate.models import ApprovalRequest
 from agentstate.services import approvals, runs
 from agentstate.validation import check_run_id
 
-from . import serializers_runs as s
-from .base import AgentStateAPIView
-from .permissions import has_model_perm
-from .schema import documented
-from .serializers_budgets import BudgetExceededSerializer
+from ..access import reach, require, visible_requests
+from ..base import AgentStateAPIView
+from ..fields import RUN_ID_PATTERN
+from ..ids import path_id
+from ..schema import PAGES, documented
+from . import serializers as s
 
 if TYPE_CHECKING:
-    from django.contrib.auth.models import _AnyUser, _User
+    from django.contrib.auth.models import _AnyUser
 
-RUN_ID = OpenApiParameter("run_id", str, OpenApiParameter.PATH)
+RUN_ID = OpenApiParameter("run_id", str, OpenApiParameter.PATH, pattern=RUN_ID_PATTERN)
 REQUEST_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
-PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
-
-
-def reach(user: _AnyUser, *codenames: str) -> Reach | None:
-    """The runs ``user`` may touch: every run (``None``) with one of ``codenames``,
-    else those it created."""
-    if any(has_model_perm(user, codename) for codename in codenames):
-        return None
-    return Reach(user.pk, user.get_username())
 
 
 def viewing(user: _AnyUser) -> Reach | None:
@@ -62,17 +53,9 @@ def changing(user: _AnyUser) -> Reach | None:
     return reach(user, "change_run")
 
 
-def visible_requests(user: _AnyUser) -> QuerySet[ApprovalRequest]:
-    """A reviewer (``decide_approvalrequest``) sees the queue it decides."""
-    requests = approvals.with_current_status(
-        ApprovalRequest.objects.select_related("run", "decided_by")
-    )
-    if has_model_perm(user, "view_approvalrequest") or has_model_perm(
-        user, "decide_approvalrequest"
-    ):
-        return requests
-    # A signed-in user: every agentstate view takes IsAuthenticated.
-    return requests.filter(created_by=cast("_User", user))
+def _requests(user: _AnyUser) -> QuerySet[ApprovalRequest]:
+    """The requests ``user`` may see, each with its current status and its run."""
+    return approvals.with_current_status(visible_requests(user).select_related("run", "decided_by"))
 
 
 class RunAPIView(AgentStateAPIView):
@@ -117,7 +100,7 @@ class UsageView(RunAPIView):
     @documented(
         parameters=[RUN_ID],
         request=s.UsageRequest,
-        responses={200: s.UsageSerializer, 409: BudgetExceededSerializer},
+        responses={200: s.UsageSerializer, 409: s.BudgetExceededSerializer},
         operation_id="runs_usage_add",
     )
     def post(self, request: Request, run_id: str) -> Response:
@@ -234,7 +217,7 @@ class ApprovalRequestsView(AgentStateAPIView):
     )
     def get(self, request: Request) -> Response:
         q = self.query(s.ApprovalRequestQuery)
-        rows = visible_requests(request.user)
+        rows = _requests(request.user)
         if "status" in q:
             rows = rows.filter(approvals.in_status(q["status"]))
         if "tool_name" in q:
@@ -245,10 +228,11 @@ class ApprovalRequestsView(AgentStateAPIView):
 
 
 def request_id(text: str) -> int:
-    """The request id the path names (up to 20 digits; anything else names none)."""
-    if not (text.isascii() and text.isdigit() and len(text) <= 20):
+    """The request id the path names (``path_id``); anything else names none."""
+    pk = path_id(text)
+    if pk is None:
         raise ApprovalRequestNotFound.of(id=text)
-    return int(text)
+    return pk
 
 
 class ApprovalRequestView(AgentStateAPIView):
@@ -258,7 +242,7 @@ class ApprovalRequestView(AgentStateAPIView):
         operation_id="approval_requests_get",
     )
     def get(self, request: Request, id: str) -> Response:  # the documented path parameter
-        found = visible_requests(request.user).filter(pk=request_id(id)).first()
+        found = _requests(request.user).filter(pk=request_id(id)).first()
         if found is None:
             raise ApprovalRequestNotFound.of(id=id)
         return Response(s.ApprovalRequestSerializer(found).data)
@@ -272,10 +256,11 @@ class DecideView(AgentStateAPIView):
         operation_id="approval_requests_decide",
     )
     def post(self, request: Request, id: str) -> Response:  # the documented path parameter
-        if not request.user.has_perm("agentstate.decide_approvalrequest"):
-            raise PermissionDenied(
-                "Deciding approval requests takes agentstate.decide_approvalrequest."
-            )
+        require(
+            request.user,
+            "decide_approvalrequest",
+            "Deciding approval requests takes agentstate.decide_approvalrequest.",
+        )
         d = self.validated(s.DecideRequest, request.data)
         decided = approvals.decide(
             request_id(id),

@@ -3,7 +3,6 @@
 from typing import Any
 
 from django.db.models import Count
-from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -11,10 +10,10 @@ from rest_framework.response import Response
 from agentstate.models import Scope
 from agentstate.services import context
 
-from . import serializers_context as s
-from .base import AgentStateAPIView
-from .permissions import acting_owner, has_model_perm, named_owner
-from .schema import documented
+from ..access import acting_owner, has_model_perm, named_owner
+from ..base import AgentStateAPIView
+from ..schema import PAGES, documented
+from . import serializers as s
 
 
 class ScopeOwnerMixin(AgentStateAPIView):
@@ -103,8 +102,7 @@ class ScopesView(ScopeOwnerMixin, AgentStateAPIView):
     @documented(
         parameters=[
             s.ScopeQuery,
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int),
+            *PAGES,
         ],
         responses=s.ScopeSerializer(many=True),
         operation_id="scopes_list",

@@ -11,10 +11,12 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentstate.models import ApprovalRequest
+from agentstate.models import KEY_LENGTH, ApprovalRequest
+from agentstate.services.budgets import COUNTERS
 from agentstate.services.runs import MAX_INCREMENT
 
-from .fields import (
+from ..fields import (
+    TEXT_PATTERN,
     AnyJSONField,
     KeyField,
     QuerySerializer,
@@ -24,9 +26,16 @@ from .fields import (
     StrictIntegerField,
     StrictSerializer,
 )
+from ..schema import ErrorSerializer
 
 # One side of a record: true, false or a list of call ids (OpenAPI 3.0).
-SIDE_SCHEMA = {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "string"}}]}
+CALL_ID_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": KEY_LENGTH,
+    "pattern": TEXT_PATTERN,
+}
+SIDE_SCHEMA = {"oneOf": [{"type": "boolean"}, {"type": "array", "items": CALL_ID_SCHEMA}]}
 RECORDS_SCHEMA = {
     "type": "object",
     "description": "Per tool name, the OpenAI Agents SDK's approval record.",
@@ -200,3 +209,10 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_decided_by(self, request: ApprovalRequest) -> str | None:
         return request.decided_by.get_username() if request.decided_by is not None else None
+
+
+class BudgetExceededSerializer(ErrorSerializer):
+    """409 ``budget_exceeded``: the budget and the counter that refused the add."""
+
+    budget = serializers.ChoiceField(choices=["run", "user"])
+    counter = serializers.ChoiceField(choices=list(COUNTERS))

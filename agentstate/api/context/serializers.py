@@ -3,8 +3,9 @@
 from rest_framework import serializers
 
 from agentstate.models import Scope
+from agentstate.services.context import MODES
 
-from .fields import (
+from ..fields import (
     AnyJSONField,
     KeyField,
     QueryIntegerField,
@@ -90,7 +91,12 @@ class PushResponse(serializers.Serializer):
 class PopRequest(OwnerMixin, StrictSerializer):
     scope = KeyField()
     name = KeyField()
-    mode = StrictCharField(required=False, default="LIFO", help_text="LIFO (default) or FIFO.")
+    mode = StrictCharField(
+        required=False,
+        default="LIFO",
+        help_text="LIFO (default) or FIFO.",
+        openapi={"enum": list(MODES)},
+    )
 
 
 class PopResponse(serializers.Serializer):

@@ -4,13 +4,15 @@
 request serializer has them, and unknown fields are refused.
 """
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from agentstate.conf import agentstate_settings
 from agentstate.models import PausedRun
 
-from .fields import (
+from ..fields import (
     AnyJSONField,
     KeyField,
     QuerySerializer,
@@ -36,6 +38,12 @@ class PauseCreateRequest(PauseKeyRequest):
         help_text="Seconds until the pause expires: 1 to AGENTSTATE['MAX_PAUSE_TTL'] (default PAUSE_TTL).",
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The schema states the site's limit (validate_ttl_seconds checks it).
+        limit = int(agentstate_settings.MAX_PAUSE_TTL.total_seconds())
+        self.fields["ttl_seconds"].openapi = {"maximum": limit}  # type: ignore[attr-defined]
+
     def validate_ttl_seconds(self, value: int) -> int:
         limit = int(agentstate_settings.MAX_PAUSE_TTL.total_seconds())
         if value > limit:
@@ -54,7 +62,11 @@ class PauseClaimRequest(PauseKeyRequest):
 
 
 class PauseQuery(QuerySerializer):
-    status = StrictCharField(required=False, help_text="pending, claimed, resolved or expired.")
+    status = StrictCharField(
+        required=False,
+        help_text="pending, claimed, resolved or expired.",
+        openapi={"enum": PausedRun.Status.values},
+    )
     owner = KeyField(required=False)
     chat_id = KeyField(required=False)
     tool_call_id = KeyField(required=False)

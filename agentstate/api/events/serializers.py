@@ -2,20 +2,13 @@
 
 from typing import Any
 
-from django.apps import apps
 from rest_framework import serializers
 
 from agentstate.models import Event
 from agentstate.signals import BY_KIND
 
-from .fields import KeyField, QuerySerializer
-
-
-def object_types() -> list[str]:
-    """The ``object_type`` an event can name: the model names of agentstate."""
-    return sorted(
-        model._meta.model_name or "" for model in apps.get_app_config("agentstate").get_models()
-    )
+from ..access import object_types
+from ..fields import KeyField, QuerySerializer
 
 
 class EventQuery(QuerySerializer):

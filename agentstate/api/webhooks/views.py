@@ -5,33 +5,35 @@ from typing import Any
 from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from agentstate.models import Delivery, DeliveryAttempt, Webhook
 from agentstate.services import webhooks
 
-from . import serializers_webhooks as s
-from .base import AgentStateAPIView
-from .permissions import has_model_perm
-from .schema import documented
+from ..access import require
+from ..base import AgentStateAPIView
+from ..ids import path_id
+from ..schema import PAGES, documented
+from . import serializers as s
 
 WEBHOOK_ID = OpenApiParameter("id", int, OpenApiParameter.PATH)
-PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
 
 
 class WebhookPermissionMixin(AgentStateAPIView):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         super().initial(request, *args, **kwargs)
-        if not has_model_perm(request.user, "change_webhook"):
-            raise PermissionDenied("Managing webhooks takes agentstate.change_webhook.")
+        require(
+            request.user, "change_webhook", "Managing webhooks takes agentstate.change_webhook."
+        )
 
 
 def _webhook_pk(text: str) -> int:
-    if not (text.isascii() and text.isdigit() and len(text) <= 18):
+    """The webhook id the path names (``path_id``); anything else names none."""
+    pk = path_id(text)
+    if pk is None:
         raise webhooks.WebhookNotFound(f"Webhook {text} not found.")
-    return int(text)
+    return pk
 
 
 class WebhooksView(WebhookPermissionMixin):

@@ -7,69 +7,27 @@ missing pause. A caller claims as itself; ``change_pausedrun`` lets it name
 the owner it claims for, ``add_pausedrun`` the owner it creates for.
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from django.db.models import Q, QuerySet
-from drf_spectacular.utils import OpenApiParameter
 from rest_framework import status
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentstate.backends import Reach
-from agentstate.models import PausedRun
 from agentstate.services import pauses
 
-from . import serializers_pauses as s
-from .base import AgentStateAPIView
-from .permissions import has_model_perm
-from .schema import documented
+from ..access import acting_username, reach, visible_pauses
+from ..base import AgentStateAPIView
+from ..schema import PAGES, documented
+from . import serializers as s
 
-if TYPE_CHECKING:
-    from django.contrib.auth.models import _AnyUser
-
-
-def _own(user: _AnyUser) -> QuerySet[PausedRun]:
-    return PausedRun.objects.filter(Q(created_by=user) | Q(owner=user.get_username()))
-
-
-def visible_pauses(user: _AnyUser) -> QuerySet[PausedRun]:
-    """The pauses ``user`` may see."""
-    if has_model_perm(user, "view_pausedrun") or has_model_perm(user, "change_pausedrun"):
-        return PausedRun.objects.all()
-    return _own(user)
-
-
-def changing_reach(user: _AnyUser) -> Reach | None:
-    """The pauses ``user`` may replace, resolve or cancel, for the operation to check
-    in its own statement: every one with ``change_pausedrun``, else its own."""
-    if has_model_perm(user, "change_pausedrun"):
-        return None
-    return Reach(user.pk, user.get_username())
-
-
-def acting_owner(request: Request, owner: str | None, codename: str) -> str:
-    """The owner a request acts for: the caller, or ``owner`` with ``codename``.
-
-    An owner is a principal id, not necessarily a user of this site, so a
-    named one is taken as given (unlike scopes' ``named_owner``).
-    """
-    me = request.user.get_username()
-    if owner is None or owner == me:
-        return me
-    if not has_model_perm(request.user, codename):
-        raise PermissionDenied(f"You may not act for another owner without agentstate.{codename}.")
-    return owner
+# The pauses a caller may replace, resolve or cancel: every one with
+# change_pausedrun, else its own (the operation checks it in its own statement).
+CHANGE = "change_pausedrun"
 
 
 class PausesView(AgentStateAPIView):
     @documented(
         parameters=[
             s.PauseQuery,
-            OpenApiParameter("page", int),
-            OpenApiParameter("page_size", int),
+            *PAGES,
         ],
         responses=s.PauseSerializer(many=True),
         operation_id="pauses_list",
@@ -94,11 +52,11 @@ class PausesView(AgentStateAPIView):
         pause = pauses.put_pause(
             d["chat_id"],
             d["tool_call_id"],
-            acting_owner(request, d["owner"], "add_pausedrun"),
+            acting_username(request, d["owner"], "add_pausedrun"),
             d["payload"],
             d.get("ttl_seconds"),
             user=request.user,
-            reach=changing_reach(request.user),
+            reach=reach(request.user, CHANGE),
         )
         return Response(s.PauseSerializer(pause).data, status=status.HTTP_201_CREATED)
 
@@ -112,7 +70,7 @@ class ClaimView(AgentStateAPIView):
         pause = pauses.claim_pause(
             d["chat_id"],
             d["tool_call_id"],
-            acting_owner(request, d.get("owner"), "change_pausedrun"),
+            acting_username(request, d.get("owner"), CHANGE),
             d["question_id"],
             user=request.user,
         )
@@ -129,7 +87,7 @@ class ResolveView(AgentStateAPIView):
             d["chat_id"],
             d["tool_call_id"],
             user=request.user,
-            reach=changing_reach(request.user),
+            reach=reach(request.user, CHANGE),
         )
         return Response(s.PauseSerializer(pause).data)
 
@@ -142,6 +100,6 @@ class CancelView(AgentStateAPIView):
             d["chat_id"],
             d["tool_call_id"],
             user=request.user,
-            reach=changing_reach(request.user),
+            reach=reach(request.user, CHANGE),
         )
         return Response(status=status.HTTP_204_NO_CONTENT)

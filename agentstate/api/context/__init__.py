@@ -1,0 +1,1 @@
+"""Context variables and scopes: ``/api/context/...`` and ``/api/scopes/``."""

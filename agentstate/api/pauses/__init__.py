@@ -1,0 +1,1 @@
+"""Paused runs: ``/api/pauses/`` and its claim, resolve and cancel."""

@@ -1,0 +1,1 @@
+"""Approval policies and budgets (a run's and a user's)."""

@@ -1,0 +1,1 @@
+"""Runs, their usage and approvals, and the approval requests' review queue."""

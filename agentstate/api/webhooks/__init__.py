@@ -1,0 +1,1 @@
+"""Webhooks and their deliveries."""
