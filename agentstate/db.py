@@ -78,40 +78,42 @@ def _placeholder(arg: Any) -> str:
     return "%s"
 
 
-def call(alias: str, function: str, *args: Any) -> Any:
+def call(alias: str, function: str, **params: Any) -> Any:
     """One call of a database function returning JSON: its result, decoded.
 
-    ``Json`` arguments go as ``jsonb``, lists as ``text[]``.
+    Each argument goes by its parameter's name (``f(p_name => %s)``), so that
+    a call reads as the function's signature and cannot swap two of the same
+    type. ``Json`` arguments go as ``jsonb``, lists as ``text[]``.
 
     Its own transaction in autocommit, run again when it lost a race
     (``is_retryable``); inside a caller's transaction, a savepoint of it, so
     that an error leaves the caller's transaction usable.
     """
-    row = _run(alias, f"SELECT {function}({_placeholders(args)})", _params(args))
+    row = _run(alias, f"SELECT {function}({_arguments(params)})", _params(params))
     assert row is not None
     (result,) = row
     return json.loads(result) if isinstance(result, str | bytes) else result
 
 
-def call_row(alias: str, function: str, *args: Any) -> tuple[Any, ...] | None:
+def call_row(alias: str, function: str, **params: Any) -> tuple[Any, ...] | None:
     """The first row of a set-returning database function (``None``: no row), its
     columns as the driver decodes them; the arguments and the transaction as
     ``call``'s."""
-    return _run(alias, f"SELECT * FROM {function}({_placeholders(args)})", _params(args))
+    return _run(alias, f"SELECT * FROM {function}({_arguments(params)})", _params(params))
 
 
-def _placeholders(args: tuple[Any, ...]) -> str:
-    return ", ".join(_placeholder(a) for a in args)
+def _arguments(params: dict[str, Any]) -> str:
+    return ", ".join(f"{name} => {_placeholder(arg)}" for name, arg in params.items())
 
 
-def _params(args: tuple[Any, ...]) -> list[Any]:
+def _params(params: dict[str, Any]) -> list[Any]:
     return [
         json.dumps(a.value, allow_nan=False, ensure_ascii=False)
         if isinstance(a, Json)
         else a.values
         if isinstance(a, Array)
         else a
-        for a in args
+        for a in params.values()
     ]
 
 

@@ -55,18 +55,21 @@ def test_the_package_requires_django_alone(site):
 
 
 def test_the_package_ships_the_postgresql_functions_and_the_templates(site):
+    """The current SQL and the migrations' frozen SQL files, every one."""
+    folders = ["backends/postgresql/sql", "migrations/sql"]
     probe = (
         "import agentstate, pathlib; root = pathlib.Path(agentstate.__file__).parent;"
-        "print(sorted(p.name for p in (root / 'backends/postgresql/sql').glob('*.sql')));"
+        f"[print(sorted(p.name for p in (root / f).glob('*.sql'))) for f in {folders!r}];"
         "print((root / 'py.typed').exists(), any((root / 'templates').rglob('*.html')))"
     )
     done = subprocess.run(
         [str(site[0]), "-c", probe], capture_output=True, text=True, timeout=60, cwd="/"
     )
     assert done.returncode == 0, done.stderr
-    sql, flags = done.stdout.splitlines()
-    shipped = sorted(p.name for p in (ROOT / "agentstate/backends/postgresql/sql").glob("*.sql"))
-    assert json.loads(sql.replace("'", '"')) == shipped
+    *sql, flags = done.stdout.splitlines()
+    for folder, names in zip(folders, sql, strict=True):
+        shipped = sorted(p.name for p in (ROOT / "agentstate" / folder).glob("*.sql"))
+        assert shipped and json.loads(names.replace("'", '"')) == shipped, folder
     assert flags == "True True"
 
 

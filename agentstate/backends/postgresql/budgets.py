@@ -35,21 +35,33 @@ class BudgetOperations:
         return BudgetState(kind, caps, used, period, resets_at, budget)
 
     def run_budget(self, run_id: str, reach: Reach | None) -> BudgetState:
-        return self._state("run", self.call("run_budget", run_id, _creator(reach)))
+        return self._state("run", self.call("run_budget", p_run_id=run_id, p_reach=_creator(reach)))
 
     def set_run_budget(
         self, run_id: str, caps: dict[str, int | None], reach: Reach | None, by: Actor
     ) -> Changed[BudgetState]:
         result = self.call(
-            "set_run_budget", run_id, Json(caps), _creator(reach), by.user_id, by.name
+            "set_run_budget",
+            p_run_id=run_id,
+            p_caps=Json(caps),
+            p_reach=_creator(reach),
+            p_user=by.user_id,
+            p_actor=by.name,
         )
         return Changed(self._state("run", result), events_from_json(result["events"], self.alias))
 
     def user_budget(self, username: str) -> BudgetState:
-        return self._state("user", self.call("user_budget", username))
+        return self._state("user", self.call("user_budget", p_username=username))
 
     def set_user_budget(
         self, username: str, caps: dict[str, int | None], period: str | None, by: Actor
     ) -> Changed[BudgetState]:
-        result = self.call("set_user_budget", username, Json(caps), period, by.user_id, by.name)
+        result = self.call(
+            "set_user_budget",
+            p_username=username,
+            p_caps=Json(caps),
+            p_period=period,
+            p_user=by.user_id,
+            p_actor=by.name,
+        )
         return Changed(self._state("user", result), events_from_json(result["events"], self.alias))

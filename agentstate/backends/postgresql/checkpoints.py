@@ -33,17 +33,17 @@ class CheckpointOperations(ORMCheckpointOperations):
     ) -> bool:
         result = self.call(
             "put_checkpoint",
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
-            parent_id,
-            Json(checkpoint),
-            Json(metadata),
-            Array([b[0] for b in blobs], "text"),
-            Array([b[1] for b in blobs], "text"),
-            Array([b[2] for b in blobs], "text"),
-            Array([b[3] for b in blobs], "bytea"),
-            refuse_fork,
+            p_thread=thread_id,
+            p_ns=checkpoint_ns,
+            p_id=checkpoint_id,
+            p_parent=parent_id,
+            p_checkpoint=Json(checkpoint),
+            p_metadata=Json(metadata),
+            p_channels=Array([b[0] for b in blobs], "text"),
+            p_versions=Array([b[1] for b in blobs], "text"),
+            p_types=Array([b[2] for b in blobs], "text"),
+            p_blobs=Array([b[3] for b in blobs], "bytea"),
+            p_refuse=refuse_fork,
         )
         return bool(result["forked"])
 
@@ -58,21 +58,23 @@ class CheckpointOperations(ORMCheckpointOperations):
     ) -> None:
         self.call(
             "put_checkpoint_writes",
-            thread_id,
-            checkpoint_ns,
-            checkpoint_id,
-            task_id,
-            task_path,
-            Array([w[0] for w in writes], "integer"),
-            Array([w[1] for w in writes], "text"),
-            Array([w[2] for w in writes], "text"),
-            Array([w[3] for w in writes], "bytea"),
+            p_thread=thread_id,
+            p_ns=checkpoint_ns,
+            p_id=checkpoint_id,
+            p_task=task_id,
+            p_path=task_path,
+            p_idx=Array([w[0] for w in writes], "integer"),
+            p_channels=Array([w[1] for w in writes], "text"),
+            p_types=Array([w[2] for w in writes], "text"),
+            p_blobs=Array([w[3] for w in writes], "bytea"),
         )
 
     def checkpoint(
         self, thread_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> StoredCheckpoint | None:
-        row = self.call_row("checkpoint", thread_id, checkpoint_ns, checkpoint_id)
+        row = self.call_row(
+            "checkpoint", p_thread=thread_id, p_ns=checkpoint_ns, p_id=checkpoint_id
+        )
         if row is None:
             return None
         (found_id, parent, body, metadata, channels, types, blobs, *writes) = row
@@ -100,4 +102,4 @@ class CheckpointOperations(ORMCheckpointOperations):
         )
 
     def purge_threads(self, size: int, ttl: timedelta) -> int:
-        return cast(int, self.call("purge_threads", size, ttl)["count"])
+        return cast(int, self.call("purge_threads", p_size=size, p_ttl=ttl)["count"])

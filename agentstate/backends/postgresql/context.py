@@ -7,9 +7,12 @@ from agentstate.backends.base import Owner
 from agentstate.db import Json
 
 
-def _owner(owner: Owner) -> tuple[int | None, str | None]:
-    """The owner as the functions take it: ``(id, username)``, one of them set."""
-    return (None, owner) if isinstance(owner, str) else (owner, None)
+def _owner(owner: Owner) -> dict[str, Any]:
+    """The owner as the functions take it: its id or its username, the other ``None``."""
+    return {
+        "p_owner_id": None if isinstance(owner, str) else owner,
+        "p_owner_name": owner if isinstance(owner, str) else None,
+    }
 
 
 class ContextOperations:
@@ -24,33 +27,52 @@ class ContextOperations:
         owner: Owner,
         actor: str,
     ) -> int:
-        result = self.call("put", scope, name, Json(value), if_version, *_owner(owner), actor)
+        result = self.call(
+            "put",
+            p_scope=scope,
+            p_name=name,
+            p_value=Json(value),
+            p_if_version=if_version,
+            **_owner(owner),
+            p_actor=actor,
+        )
         return cast(int, result["version"])
 
     def get(self, scope: str, names: list[str] | None, owner: Owner) -> dict[str, Any]:
-        return dict(self.call("get", scope, names, *_owner(owner))["values"])
+        return dict(self.call("get", p_scope=scope, p_names=names, **_owner(owner))["values"])
 
     def push(self, scope: str, name: str, value: Any, owner: Owner, actor: str) -> tuple[int, int]:
-        result = self.call("push", scope, name, Json(value), *_owner(owner), actor)
+        result = self.call(
+            "push", p_scope=scope, p_name=name, p_value=Json(value), **_owner(owner), p_actor=actor
+        )
         return result["length"], result["version"]
 
     def extend(
         self, scope: str, name: str, values: list[Any], owner: Owner, actor: str
     ) -> tuple[int, int]:
-        result = self.call("extend", scope, name, Json(values), *_owner(owner), actor)
+        result = self.call(
+            "extend",
+            p_scope=scope,
+            p_name=name,
+            p_values=Json(values),
+            **_owner(owner),
+            p_actor=actor,
+        )
         return result["length"], result["version"]
 
     def get_list(
         self, scope: str, name: str, last: int | None, owner: Owner
     ) -> tuple[list[Any], int]:
-        result = self.call("get_list", scope, name, last, *_owner(owner))
+        result = self.call("get_list", p_scope=scope, p_name=name, p_last=last, **_owner(owner))
         return list(result["values"]), result["length"]
 
     def pop(self, scope: str, name: str, lifo: bool, owner: Owner, actor: str) -> Any:
-        return self.call("pop", scope, name, lifo, *_owner(owner), actor)["value"]
+        return self.call(
+            "pop", p_scope=scope, p_name=name, p_lifo=lifo, **_owner(owner), p_actor=actor
+        )["value"]
 
     def delete(self, scope: str, name: str, owner: Owner) -> None:
-        self.call("delete", scope, name, *_owner(owner))
+        self.call("delete", p_scope=scope, p_name=name, **_owner(owner))
 
     def delete_scope(self, scope: str, owner: Owner) -> None:
-        self.call("delete_scope", scope, *_owner(owner))
+        self.call("delete_scope", p_scope=scope, **_owner(owner))

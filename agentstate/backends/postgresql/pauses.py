@@ -11,9 +11,17 @@ from agentstate.events import from_json as events_from_json
 from agentstate.models import PausedRun
 
 
-def reach_args(reach: Reach | None) -> tuple[int | None, str | None]:
-    """A reach as the functions take it: ``(NULL, NULL)`` for every pause."""
-    return (None, None) if reach is None else (reach.user_id, reach.username)
+def reach_args(reach: Reach | None) -> dict[str, Any]:
+    """A reach as the functions take it: both ``NULL`` for every pause."""
+    return {
+        "p_reach_user": None if reach is None else reach.user_id,
+        "p_reach_name": None if reach is None else reach.username,
+    }
+
+
+def by_args(by: Actor) -> dict[str, Any]:
+    """Who makes the change, as the functions take it."""
+    return {"p_user_id": by.user_id, "p_actor": by.name}
 
 
 class PauseOperations:
@@ -40,15 +48,14 @@ class PauseOperations:
         return self._changed(
             self.call(
                 "put_pause",
-                chat_id,
-                tool_call_id,
-                owner,
-                Json(payload),
-                ttl,
-                question_id,
-                *reach_args(reach),
-                by.user_id,
-                by.name,
+                p_chat=chat_id,
+                p_call=tool_call_id,
+                p_owner=owner,
+                p_payload=Json(payload),
+                p_ttl=ttl,
+                p_question=question_id,
+                **reach_args(reach),
+                **by_args(by),
             )
         )
 
@@ -56,19 +63,30 @@ class PauseOperations:
         self, chat_id: str, tool_call_id: str, owner: str, question_id: str, by: Actor
     ) -> Changed[PausedRun]:
         return self._changed(
-            self.call("claim", chat_id, tool_call_id, owner, question_id, by.user_id, by.name)
+            self.call(
+                "claim",
+                p_chat=chat_id,
+                p_call=tool_call_id,
+                p_owner=owner,
+                p_question=question_id,
+                **by_args(by),
+            )
         )
 
     def resolve(
         self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor
     ) -> Changed[PausedRun]:
         return self._changed(
-            self.call("resolve", chat_id, tool_call_id, *reach_args(reach), by.user_id, by.name)
+            self.call(
+                "resolve", p_chat=chat_id, p_call=tool_call_id, **reach_args(reach), **by_args(by)
+            )
         )
 
     def cancel(
         self, chat_id: str, tool_call_id: str, reach: Reach | None, by: Actor
     ) -> Changed[PausedRun]:
         return self._changed(
-            self.call("cancel", chat_id, tool_call_id, *reach_args(reach), by.user_id, by.name)
+            self.call(
+                "cancel", p_chat=chat_id, p_call=tool_call_id, **reach_args(reach), **by_args(by)
+            )
         )

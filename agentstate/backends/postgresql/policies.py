@@ -28,21 +28,22 @@ class PolicyOperations:
         reason: str,
         by: Actor,
     ) -> Changed[ApprovalPolicy]:
-        user_id, username = (None, user) if isinstance(user, str) else (user, None)
         return self._policy(
             self.call(
                 "create_policy",
-                tool_name,
-                approve,
-                user_id,
-                username,
-                None if arguments is None else Json(arguments),
-                expires_at,
-                reason,
-                by.user_id,
-                by.name,
+                p_tool=tool_name,
+                p_approve=approve,
+                p_user_id=None if isinstance(user, str) else user,
+                p_username=user if isinstance(user, str) else None,
+                p_arguments=None if arguments is None else Json(arguments),
+                p_expires_at=expires_at,
+                p_reason=reason,
+                p_by=by.user_id,
+                p_actor=by.name,
             )
         )
 
     def revoke_policy(self, policy_id: int, by: Actor) -> Changed[ApprovalPolicy]:
-        return self._policy(self.call("revoke_policy", policy_id, by.user_id, by.name))
+        return self._policy(
+            self.call("revoke_policy", p_id=policy_id, p_by=by.user_id, p_actor=by.name)
+        )

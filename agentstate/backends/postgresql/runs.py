@@ -33,34 +33,45 @@ class RunOperations:
         return request
 
     def create_run(self, run_id: str, context: Any, created_by_id: int | None) -> Run:
-        return self._run(self.call("create_run", run_id, Json(context), created_by_id))
+        return self._run(
+            self.call(
+                "create_run", p_run_id=run_id, p_context=Json(context), p_created_by=created_by_id
+            )
+        )
 
     def run(self, run_id: str, reach: Reach | None) -> Run:
-        return self._run(self.call("get_run", run_id, _creator(reach)))
+        return self._run(self.call("get_run", p_run_id=run_id, p_reach=_creator(reach)))
 
     def update_run(self, run_id: str, context: Any, reach: Reach | None) -> Run:
-        return self._run(self.call("update_run", run_id, Json(context), _creator(reach)))
+        return self._run(
+            self.call(
+                "update_run", p_run_id=run_id, p_context=Json(context), p_reach=_creator(reach)
+            )
+        )
 
     def add_usage(
         self, run_id: str, increments: dict[str, int], reach: Reach | None
     ) -> dict[str, int]:
-        counters = [increments[name] for name in Run.USAGE_FIELDS]
-        totals = self.call("add_usage", run_id, *counters, _creator(reach))
+        # agentstate_add_usage(p_requests, p_input, ...): each counter less "_tokens"
+        counters = {
+            f"p_{name.removesuffix('_tokens')}": increments[name] for name in Run.USAGE_FIELDS
+        }
+        totals = self.call("add_usage", p_run_id=run_id, **counters, p_reach=_creator(reach))
         return {name: totals[name] for name in Run.USAGE_FIELDS}
 
     def records(self, run_id: str, reach: Reach | None) -> Records:
-        return dict(self.call("records", run_id, _creator(reach)))
+        return dict(self.call("records", p_run_id=run_id, p_reach=_creator(reach)))
 
     def is_tool_approved(
         self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
     ) -> bool | None:
         result = self.call(
             "is_tool_approved",
-            run_id,
-            tool_name,
-            call_id,
-            None if arguments is None else Json(arguments),
-            _creator(reach),
+            p_run_id=run_id,
+            p_tool=tool_name,
+            p_call=call_id,
+            p_arguments=None if arguments is None else Json(arguments),
+            p_reach=_creator(reach),
         )
         return cast(bool | None, result["approved"])
 
@@ -77,15 +88,15 @@ class RunOperations:
     ) -> Changed[Run]:
         result = self.call(
             "record_decision",
-            run_id,
-            tool_name,
-            call_id,
-            approve,
-            always,
-            reason,
-            _creator(reach),
-            by.user_id,
-            by.name,
+            p_run_id=run_id,
+            p_tool=tool_name,
+            p_call=call_id,
+            p_approve=approve,
+            p_always=always,
+            p_reason=reason,
+            p_reach=_creator(reach),
+            p_user=by.user_id,
+            p_actor=by.name,
         )
         return Changed(self._run(result), events_from_json(result["events"], self.alias))
 
@@ -93,7 +104,12 @@ class RunOperations:
         self, run_id: str, records: Records, reach: Reach | None, by: Actor
     ) -> Changed[Run]:
         result = self.call(
-            "rebuild_approvals", run_id, Json(records), _creator(reach), by.user_id, by.name
+            "rebuild_approvals",
+            p_run_id=run_id,
+            p_records=Json(records),
+            p_reach=_creator(reach),
+            p_user=by.user_id,
+            p_actor=by.name,
         )
         return Changed(self._run(result), events_from_json(result["events"], self.alias))
 
@@ -109,17 +125,17 @@ class RunOperations:
     ) -> Changed[tuple[ApprovalRequest, bool]]:
         result = self.call(
             "request_approval",
-            run_id,
-            tool_name,
-            call_id,
-            None if arguments is None else Json(arguments),
-            DECIDED_BY_RECORDS,
-            DECIDED_BY_POLICY,
-            POLICY_ACTOR,
-            approval_ttl,
-            _creator(reach),
-            by.user_id,
-            by.name,
+            p_run_id=run_id,
+            p_tool=tool_name,
+            p_call=call_id,
+            p_arguments=None if arguments is None else Json(arguments),
+            p_decided_reason=DECIDED_BY_RECORDS,
+            p_policy_reason=DECIDED_BY_POLICY,
+            p_policy_actor=POLICY_ACTOR,
+            p_ttl=approval_ttl,
+            p_reach=_creator(reach),
+            p_user=by.user_id,
+            p_actor=by.name,
         )
         return Changed(
             (self._request(result), result["created"]),
@@ -138,13 +154,13 @@ class RunOperations:
     ) -> Changed[ApprovalRequest]:
         result = self.call(
             "decide",
-            request_id,
-            approve,
-            always,
-            reason,
-            None if arguments is None else Json(arguments),
-            approval_ttl,
-            by.user_id,
-            by.name,
+            p_id=request_id,
+            p_approve=approve,
+            p_always=always,
+            p_reason=reason,
+            p_arguments=None if arguments is None else Json(arguments),
+            p_ttl=approval_ttl,
+            p_user=by.user_id,
+            p_actor=by.name,
         )
         return Changed(self._request(result), events_from_json(result["events"], self.alias))

@@ -13,8 +13,8 @@ class StoreOperations:
     def store_get(
         self, items: list[tuple[str, str, bool]], now: float, actor: str
     ) -> list[dict[str, Any] | None]:
-        result = self.call("store_get", Json(items), now, actor)
+        result = self.call("store_get", p_items=Json(items), p_now=now, p_actor=actor)
         return cast(list[dict[str, Any] | None], result["items"])
 
     def store_put(self, scope: str, name: str, value: dict[str, Any], actor: str) -> None:
-        self.call("store_put", scope, name, Json(value), actor)
+        self.call("store_put", p_scope=scope, p_name=name, p_value=Json(value), p_actor=actor)

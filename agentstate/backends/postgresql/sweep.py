@@ -16,18 +16,23 @@ class SweepOperations:
         return Changed(result["count"], from_json(result["events"], self.alias))
 
     def expire_pauses(self, size: int) -> Changed[int]:
-        return self._expired(self.call("expire_pauses", size, SWEEPER.name))
+        return self._expired(self.call("expire_pauses", p_size=size, p_actor=SWEEPER.name))
 
     def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
         return self._expired(
-            self.call("expire_approval_requests", size, approval_ttl, SWEEPER.name)
+            self.call(
+                "expire_approval_requests", p_size=size, p_ttl=approval_ttl, p_actor=SWEEPER.name
+            )
         )
 
     def purge_pauses(self, size: int, retention: timedelta) -> int:
-        return cast(int, self.call("purge_pauses", size, retention)["count"])
+        return cast(int, self.call("purge_pauses", p_size=size, p_retention=retention)["count"])
 
     def purge_events(self, size: int, retention: timedelta) -> int:
-        return cast(int, self.call("purge_events", size, retention)["count"])
+        return cast(int, self.call("purge_events", p_size=size, p_retention=retention)["count"])
 
     def purge_store_items(self, size: int, now: float) -> int:
-        return cast(int, self.call("purge_store_items", size, STORE_PREFIX, now)["count"])
+        return cast(
+            int,
+            self.call("purge_store_items", p_size=size, p_prefix=STORE_PREFIX, p_now=now)["count"],
+        )

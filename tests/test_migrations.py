@@ -1,0 +1,120 @@
+"""The migrations: reversible down to 0.1.0's, and the PL/pgSQL functions they
+install (their frozen SQL files, in order) the same as the current SQL."""
+
+import re
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
+
+from agentstate.backends.postgresql.schema import CURRENT, FROZEN, RunSQLFile
+
+RELEASED = ("agentstate", "0002_leaner_indexes")  # 0.1.0's last migration
+
+# A comment, a string, a dollar-quoted body, the end of a statement, or anything else.
+TOKEN = re.compile(r"--[^\n]*|'(?:[^']|'')*'|(\$\w*\$).*?\1|;|[^-'$;]+|.", re.S)
+CREATED = re.compile(r"CREATE (?:OR REPLACE )?(FUNCTION|TRIGGER) (\w+)")
+DROPPED = re.compile(r"DROP (FUNCTION|TRIGGER) (?:IF EXISTS )?(\w+)")
+
+
+def _statements(sql: str) -> list[str]:
+    """The statements of a script, comments outside bodies left out, each one's
+    whitespace collapsed."""
+    statements, current = [], []
+    for match in TOKEN.finditer(sql):
+        token = match.group()
+        if token == ";":
+            statements.append(" ".join("".join(current).split()))
+            current = []
+        elif not token.startswith("--"):
+            current.append(token)
+    return [s for s in statements if s]
+
+
+def _defined(paths: list[Path]) -> dict[tuple[str, str], str]:
+    """(FUNCTION or TRIGGER, name): its definition, as the scripts run in order
+    leave it (a later one replaces an earlier one; a DROP removes it)."""
+    defined: dict[tuple[str, str], str] = {}
+    for path in paths:
+        for statement in _statements(path.read_text()):
+            if created := CREATED.match(statement):
+                defined[created.groups()] = statement.replace("CREATE OR REPLACE ", "CREATE ", 1)
+            elif dropped := DROPPED.match(statement):
+                defined.pop(dropped.groups(), None)
+    return defined
+
+
+def _frozen_files() -> list[str]:
+    """The SQL files that the migrations run forwards, in the order they run."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    (leaf,) = loader.graph.leaf_nodes("agentstate")
+    return [
+        operation.forward
+        for key in loader.graph.forwards_plan(leaf)
+        if key[0] == "agentstate"
+        for operation in loader.graph.nodes[key].operations
+        if isinstance(operation, RunSQLFile)
+    ]
+
+
+def test_the_migrations_define_every_function_as_the_current_sql():
+    """A function changed in ``backends/postgresql/sql/`` and no migration that
+    installs the change (or the other way round) fails here."""
+    frozen = _defined([FROZEN / name for name in _frozen_files()])
+    current = _defined(sorted(CURRENT.glob("*.sql")))
+    assert current, "no function found in the current SQL"
+    differ = sorted(
+        f"{kind} {name}"
+        for kind, name in frozen.keys() | current.keys()
+        if frozen.get((kind, name)) != current.get((kind, name))
+    )
+    assert differ == [], (
+        "the migrations' SQL files leave these unlike backends/postgresql/sql/:"
+        " a new migration with its own SQL file installs them (docs/development.md)"
+    )
+
+
+def test_every_frozen_sql_file_is_run_by_the_migration_of_its_number():
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    run = {
+        file: name
+        for (app, name), migration in loader.disk_migrations.items()
+        if app == "agentstate"
+        for operation in migration.operations
+        if isinstance(operation, RunSQLFile)
+        for file in (operation.forward, operation.reverse)
+    }
+    assert sorted(run) == sorted(path.name for path in FROZEN.glob("*.sql"))
+    assert [file for file, name in run.items() if file[:5] != name[:5]] == []
+
+
+def _functions() -> int:
+    if connection.vendor != "postgresql":
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace"
+            " WHERE n.nspname = current_schema() AND p.proname LIKE 'agentstate\\_%%'"
+        )
+        (count,) = cursor.fetchone()
+    return int(count)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migrations_go_back_to_the_released_ones_and_forward_again():
+    executor = MigrationExecutor(connection)
+    leaves = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "agentstate"]
+    installed = _functions()
+    try:
+        executor.migrate([RELEASED])
+        assert _functions() == 0
+        tables = connection.introspection.table_names()
+        assert "agentstate_run" in tables and "agentstate_webhook" not in tables
+    finally:
+        executor.loader.build_graph()
+        executor.migrate(leaves)
+    assert _functions() == installed
+    assert installed > 0 or connection.vendor != "postgresql"
+    assert "agentstate_webhook" in connection.introspection.table_names()
