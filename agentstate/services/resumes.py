@@ -99,6 +99,8 @@ def _expired_leases(now: datetime) -> list[tuple[str | None, str]]:
     )
     found: list[tuple[str | None, str]] = []
     for run_id, value, version in leases:
+        if not isinstance(value, str):
+            continue  # not a lease of ours
         try:
             lease = json.loads(value)
             taken_at = datetime.fromisoformat(lease["taken_at"])
