@@ -43,6 +43,11 @@ DEFAULTS: dict[str, Any] = {
     # LangGraph threads (``AgentStateSaver``) not written for longer than this are
     # deleted by the sweep, with their checkpoints; ``None``: kept.
     "THREAD_TTL": None,
+    # How long a resume of a bridged run may hold the run's state before it counts
+    # as lost with its process (a worker killed mid-resume) and ``resume_ready``
+    # (Celery beat) puts the state back and queues the resume again. Longer than
+    # the longest resume.
+    "RESUME_LEASE": timedelta(minutes=15),
     # The storage backend class for every database (a dotted path); ``None``:
     # PostgreSQL's own on PostgreSQL, the portable ORM backend elsewhere.
     "BACKEND": None,
@@ -56,6 +61,7 @@ DURATIONS = (
     "WEBHOOK_BACKOFF",
     "WEBHOOK_TIMEOUT",
     "EVENT_RETENTION",
+    "RESUME_LEASE",
 )
 # Durations that may also be ``None`` (never).
 OPTIONAL_DURATIONS = ("THREAD_TTL",)
@@ -89,6 +95,7 @@ class AgentStateSettings:
     EVENT_RETENTION: timedelta
     USER_BUDGET_INLINE: bool
     THREAD_TTL: timedelta | None
+    RESUME_LEASE: timedelta
     BACKEND: str | None
 
     def __init__(self) -> None:

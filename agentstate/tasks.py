@@ -1,7 +1,7 @@
 """Celery tasks of agentstate: thin wrappers around the services.
 
-Schedule ``agentstate.tasks.expire_pauses`` and ``agentstate.tasks.send_webhooks``
-with Celery beat (the demo site runs both every minute); sites using cron run
+Schedule ``agentstate.tasks.expire_pauses``, ``agentstate.tasks.send_webhooks`` and
+``agentstate.tasks.resume_ready`` with Celery beat (the demo site runs them every minute); sites using cron run
 ``manage.py agentstate_expire``, which needs no Celery. ``agentstate.tasks.resume_run``
 is not scheduled: a decision that leaves the run of a registered bridge
 (``agentstate.contrib.register``) ready to go on queues it. This module needs the
@@ -57,14 +57,39 @@ def send_webhooks() -> int:
     return len(due)
 
 
-@shared_task(name="agentstate.tasks.resume_run", ignore_result=True)
+@shared_task(
+    name="agentstate.tasks.resume_run",
+    ignore_result=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+)
 def resume_run(bridge: str, run_id: str) -> str:
     """Resume a decided run with the bridge registered as ``bridge``
     (``agentstate.contrib.register``): the outcome's status (``busy`` when another
-    process already took it)."""
+    process already took it). Acknowledged once done: a message whose worker died
+    is delivered again (the bridge's lease makes it wait until the state is back)."""
     from agentstate.contrib import registered
 
     return registered(bridge).resume(run_id).status
+
+
+@shared_task(name="agentstate.tasks.resume_ready", ignore_result=True)
+def resume_ready() -> int:
+    """Queue ``resume_run`` for every decided run of a registered bridge that nobody
+    resumes (its message lost with the broker, or its worker killed mid-resume and
+    its lease run out): how many. Run it with beat."""
+    from agentstate.contrib import registered
+    from agentstate.services import resumes
+
+    queued = 0
+    for name, run_id in resumes.ready():
+        try:
+            registered(name or "")
+        except LookupError:
+            continue  # a bridge this site does not run: a resume call resumes it
+        resume_run.delay(name, run_id)
+        queued += 1
+    return queued
 
 
 class _Handoff:

@@ -129,13 +129,18 @@ AGENTSTATE = {
     "WEBHOOK_ALLOW_PRIVATE": os.environ.get("AGENTSTATE_WEBHOOK_ALLOW_PRIVATE") == "1",
     "WEBHOOK_BACKOFF": float(os.environ.get("AGENTSTATE_WEBHOOK_BACKOFF", "5")),
     "WEBHOOK_TIMEOUT": float(os.environ.get("AGENTSTATE_WEBHOOK_TIMEOUT", "10")),
+    "RESUME_LEASE": float(os.environ.get("AGENTSTATE_RESUME_LEASE", "900")),
 }
 
 # Celery: Redis when REDIS_URL is set, else a file-system transport.
 CELERY_BROKER_DIR = VAR_DIR / "celery-broker"
 if os.environ.get("REDIS_URL"):
     CELERY_BROKER_URL = os.environ["REDIS_URL"]
-    CELERY_BROKER_TRANSPORT_OPTIONS = {}
+    # A message taken by a worker that died unacknowledged (resume_run and
+    # deliver_webhook acknowledge late) is delivered again after this many seconds.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": float(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600"))
+    }
 else:
     CELERY_BROKER_URL = "filesystem://"
     # kombu's transport, with messages written whole (see project/broker.py)
@@ -164,6 +169,11 @@ CELERY_BEAT_SCHEDULE = {
     "agentstate-send-webhooks": {
         "task": "agentstate.tasks.send_webhooks",
         "schedule": float(os.environ.get("AGENTSTATE_WEBHOOK_SECONDS", "60")),
+    },
+    # Resumes of bridged runs a lost broker message or a killed worker left behind.
+    "agentstate-resume-ready": {
+        "task": "agentstate.tasks.resume_ready",
+        "schedule": float(os.environ.get("AGENTSTATE_RESUME_SECONDS", "60")),
     },
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

@@ -41,9 +41,16 @@ class MailerModel(Model):
 
 @function_tool(needs_approval=True)
 def send_email(to: str) -> str:
-    """Send an email."""
+    """Send an email (after ``BRIDGED_TOOL_SECONDS``, a slow call a worker may die in;
+    the worker's pid is kept in ``bridged``/``worker`` meanwhile)."""
+    import os
+    import time
+
     from agentstate.services import context
 
+    if delay := float(os.environ.get("BRIDGED_TOOL_SECONDS", "0")):
+        context.put("bridged", "worker", os.getppid())
+        time.sleep(delay)
     context.push("bridged", "sent", to)
     return f"sent to {to}"
 

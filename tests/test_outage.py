@@ -265,6 +265,30 @@ class Load:
         for thread in self.threads:
             thread.join(60)
 
+    def check_pushes(self, session: requests.Session) -> dict[str, int]:
+        """No acknowledged push lost, none stored twice, nothing stored that was never
+        sent, the order kept: the figures (sent, acknowledged, stored, lost, doubled)."""
+        stored = session.get(
+            f"{self.url}/api/context/", params={"scope": "load"}, timeout=30
+        ).json()["values"]
+        counts = dict.fromkeys(("sent", "acknowledged", "stored", "lost", "doubled"), 0)
+        for worker, acked in self.acked.items():
+            values = stored[f"list-{worker}"]
+            counts["sent"] += len(self.attempted[worker])
+            counts["acknowledged"] += len(acked)
+            counts["stored"] += len(values)
+            counts["lost"] += len(set(acked) - set(values))
+            counts["doubled"] += len(values) - len(set(values))
+            assert len(values) == len(set(values)), f"worker {worker}: a push stored twice"
+            assert set(acked) <= set(values), f"worker {worker}: acknowledged pushes lost"
+            assert set(values) <= self.attempted[worker], (
+                f"worker {worker}: a push never sent was stored"
+            )
+            assert [v for v in values if v in set(acked)] == acked, (
+                f"worker {worker}: order changed"
+            )
+        return counts
+
     def wait(self, condition, what: str, limit: float = 120) -> float:
         """Seconds until ``condition()``; a hang guard, not a speed assertion."""
         started = time.monotonic()
@@ -347,20 +371,7 @@ def test_postgresql_restart_under_load_loses_no_acknowledged_write_and_claims_no
         assert load.statuses[503] > 0, "the outage was never seen by a client"
         assert "Traceback" not in server_log, server_log
 
-        # No acknowledged push lost, none stored twice, nothing stored that was never sent.
-        stored = session.get(
-            f"{server.url}/api/context/", params={"scope": "load"}, timeout=30
-        ).json()["values"]
-        for worker, acked in load.acked.items():
-            values = stored[f"list-{worker}"]
-            assert len(values) == len(set(values)), f"worker {worker}: a push stored twice"
-            assert set(acked) <= set(values), f"worker {worker}: acknowledged pushes lost"
-            assert set(values) <= load.attempted[worker], (
-                f"worker {worker}: a push never sent was stored"
-            )
-            assert [v for v in values if v in set(acked)] == acked, (
-                f"worker {worker}: order changed"
-            )
+        load.check_pushes(session)
 
         # No pause claimed twice; every acknowledged claim is stored.
         assert all(count == 1 for count in load.claims_won.values()), load.claims_won

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, ParamSpec, TypedDict, TypeVar, Unpack
 from asgiref.sync import async_to_sync, sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 
-from agentstate.exceptions import BadInput, ScopeNotFound, VariableNotFound
+from agentstate.exceptions import BadInput
 
 STATE_SCOPE = "agentstate.bridges"
 """The scope holding each waiting run's framework state, one variable per run id."""
@@ -242,13 +242,16 @@ class ServiceStore:
         return kept
 
     def take_state(self, run_id: str) -> str | None:
-        from agentstate.services import context
+        """Pop the state under a lease, so that a process killed while it resumes leaves
+        the run to be resumed again (``agentstate.services.resumes``)."""
+        from agentstate.services import resumes
 
-        try:
-            kept: str = context.pop(STATE_SCOPE, run_id, actor="bridge")
-        except (ScopeNotFound, VariableNotFound):
-            return None
-        return kept
+        return resumes.take(run_id)
+
+    def release_state(self, run_id: str) -> None:
+        from agentstate.services import resumes
+
+        resumes.release(run_id)
 
     @staticmethod
     def _review(request: Any) -> Review:
@@ -336,6 +339,9 @@ class RemoteStore:
             return None
         return kept
 
+    def release_state(self, run_id: str) -> None:
+        """Nothing to release: over REST the state is popped without a lease."""
+
     @staticmethod
     def _review(request: dict[str, Any], records: dict[str, Any]) -> Review:
         flag = {"approved": "approved", "rejected": "rejected"}.get(request["status"])
@@ -393,7 +399,8 @@ class Bridge(abc.ABC):
     async def taking(self, run_id: str, go_on: Callable[[Any], Awaitable[Outcome]]) -> Outcome:
         """Take the run's kept state (exactly once across processes) and go on with it;
         ``busy`` when there is none. If going on fails, the state is put back as it
-        was, so that the run can be resumed again."""
+        was, so that the run can be resumed again; if the process dies, the store's
+        lease on it runs out and a beat task puts it back."""
         kept = await off_loop(self.store.take_state)(run_id)
         if kept is None:
             return Outcome(run_id, BUSY)
@@ -401,13 +408,16 @@ class Bridge(abc.ABC):
         try:
             taken = _unpacked(run_id, kept)
             resuming = _resuming.set(taken.get("bridge"))
-            return await go_on(taken["state"])
+            outcome = await go_on(taken["state"])
         except BaseException:
             await off_loop(self.store.keep_state)(run_id, kept)
+            await off_loop(self.store.release_state)(run_id)
             raise
         finally:
             if resuming is not None:
                 _resuming.reset(resuming)
+        await off_loop(self.store.release_state)(run_id)
+        return outcome
 
     @abc.abstractmethod
     async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:

@@ -1,0 +1,125 @@
+"""Taking a waiting run's bridge state under a lease, and finding runs left unresumed.
+
+A bridge keeps a stopped run's framework state in the context variable named
+after the run in the scope ``agentstate.bridges`` (``agentstate.contrib.core``).
+Resuming takes it exactly once: ``take`` pops it and, in the same transaction,
+writes a *lease* (the state as it was, and when it was taken) in the scope
+``agentstate.resuming``; the resume ``release``-s the lease when it is over,
+whatever its outcome. A process killed in between (a Celery worker's OOM kill,
+a deploy) leaves the lease behind: once it is older than
+``AGENTSTATE["RESUME_LEASE"]``, ``ready`` puts the state back and names the run,
+and the beat task ``agentstate.tasks.resume_ready`` queues its resume again.
+
+``ready`` also names the runs whose state waits on a registered bridge although
+every approval request was decided after the state was kept: their
+``resume_run`` message was lost (a broker restarted empty, a worker killed
+before it acknowledged it). Queuing one twice is harmless: the second finds
+nothing to take and is told ``busy``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from agentstate.conf import agentstate_settings
+from agentstate.contrib.core import STATE_SCOPE, waiting_on
+from agentstate.exceptions import ScopeNotFound, VariableNotFound, VersionMismatch
+from agentstate.models import ApprovalRequest, Variable
+from agentstate.services import context
+
+LEASE_SCOPE = "agentstate.resuming"
+"""The scope of the leases: one variable per run being resumed."""
+
+_ABSENT = (ScopeNotFound, VariableNotFound)
+
+
+def take(run_id: str) -> str | None:
+    """Pop the run's kept state and lease it, in one transaction (``None``: nothing kept)."""
+    with transaction.atomic():
+        try:
+            kept: str = context.pop(STATE_SCOPE, run_id, actor="bridge")
+        except _ABSENT:
+            return None
+        lease = {"kept": kept, "taken_at": timezone.now().isoformat()}
+        context.put(LEASE_SCOPE, run_id, json.dumps(lease), actor="bridge")
+    return kept
+
+
+def release(run_id: str) -> None:
+    """The resume of ``run_id`` is over (finished, waiting again, or its state put back)."""
+    try:
+        context.delete(LEASE_SCOPE, run_id)
+    except _ABSENT:
+        pass
+
+
+def ready(now: datetime | None = None) -> list[tuple[str | None, str]]:
+    """``(bridge name, run id)`` of every run that should be resumed and is not being:
+    the leases older than ``RESUME_LEASE`` (their state is put back first), and the
+    decided runs whose state still waits."""
+    now = now or timezone.now()
+    found = _expired_leases(now)
+    taken = {run_id for _name, run_id in found}
+    waiting = Variable.objects.filter(scope__key=STATE_SCOPE, scope__owner=None).values_list(
+        "name", "value", "updated_at"
+    )
+    for run_id, kept, kept_at in waiting:
+        if run_id in taken:
+            continue
+        decisions = ApprovalRequest.objects.filter(run__run_id=run_id).aggregate(
+            last=Max("decided_at")
+        )
+        if decisions["last"] is None or decisions["last"] < kept_at:
+            continue  # waiting on a question, or on requests filed after its last decision
+        if _pending(run_id):
+            continue
+        found.append((waiting_on(kept), run_id))
+    return found
+
+
+def _pending(run_id: str) -> bool:
+    from agentstate.services.approvals import in_status
+
+    return (
+        ApprovalRequest.objects.filter(run__run_id=run_id)
+        .filter(in_status(ApprovalRequest.Status.PENDING))
+        .exists()
+    )
+
+
+def _expired_leases(now: datetime) -> list[tuple[str | None, str]]:
+    lease_seconds = agentstate_settings.RESUME_LEASE.total_seconds()
+    leases = Variable.objects.filter(scope__key=LEASE_SCOPE, scope__owner=None).values_list(
+        "name", "value", "version"
+    )
+    found: list[tuple[str | None, str]] = []
+    for run_id, value, version in leases:
+        if not isinstance(value, str):
+            continue  # not a lease of ours
+        try:
+            lease = json.loads(value)
+            taken_at = datetime.fromisoformat(lease["taken_at"])
+        except (TypeError, ValueError, KeyError):
+            continue  # not a lease of ours
+        if (now - taken_at).total_seconds() < lease_seconds:
+            continue
+        with transaction.atomic():
+            try:  # the state back, unless the run waits again with a newer one
+                context.put(STATE_SCOPE, run_id, lease["kept"], if_version=0, actor="bridge")
+                put_back = True
+            except VersionMismatch:
+                put_back = False
+            try:  # the lease gone, unless it was taken again meanwhile
+                context.put(LEASE_SCOPE, run_id, None, if_version=version, actor="bridge")
+                context.delete(LEASE_SCOPE, run_id)
+            except VersionMismatch:
+                transaction.set_rollback(True)
+                continue
+        if put_back:
+            found.append((waiting_on(lease["kept"]), run_id))
+    return found
