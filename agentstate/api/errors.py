@@ -98,12 +98,12 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response | 
         return error_response(
             503,
             "The database is unavailable; nothing was changed. Retry shortly.",
-            "service_unavailable",
+            "unavailable",
             headers={"Retry-After": "1"},
         )
     if isinstance(exc, DatabaseError):
         logger.exception("database error")
         return error_response(
-            503, "The database refused the operation; nothing was changed.", "service_unavailable"
+            503, "The database refused the operation; nothing was changed.", "unavailable"
         )
     return None

@@ -191,7 +191,7 @@ class ServiceUnavailable(APIError):
     """503: the server's database is unreachable; nothing was changed."""
 
     status = 503
-    code = "service_unavailable"
+    code = "unavailable"
 
 
 class Unreachable(ServiceUnavailable, ConnectionError):

@@ -67,7 +67,7 @@ def relay():
                     raise outcome
                 return httpx.Response(
                     outcome,
-                    json={"detail": "down", "code": "service_unavailable"},
+                    json={"detail": "down", "code": "unavailable"},
                     headers={"Retry-After": "0"},
                 )
             return real.handle_request(request)

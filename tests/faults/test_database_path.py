@@ -5,7 +5,7 @@ pushing and claiming (``tests.test_outage.Load``) against gunicorn:
   no acknowledged write lost or doubled, service back at once;
 - the database unreachable (a TCP proxy of the test's own stopped, connections cut
   and refused) for ``AGENTSTATE_OUTAGE_SECONDS`` (5; the reliability command runs
-  30): 503 ``service_unavailable`` with ``Retry-After``, never a 500 and never a hang,
+  30): 503 ``unavailable`` with ``Retry-After``, never a 500 and never a hang,
   full service within 5 s of its return.
 """
 
@@ -138,7 +138,7 @@ def test_database_unreachable_answers_503_then_full_service_within_5_seconds():
         proxy.stop()
     for answer in probes:
         assert answer.status_code == 503, answer.text
-        assert answer.json()["code"] == "service_unavailable"
+        assert answer.json()["code"] == "unavailable"
         assert answer.headers["Retry-After"] == "1"
     assert counts["answers"].get(503, 0) > 0, "the outage was never seen"
     assert counts["back_in_s"] <= 5, counts
