@@ -47,6 +47,7 @@ except ImportError as error:
     raise missing("agents", "agentstate.contrib.openai_agents", error) from error
 from asgiref.sync import async_to_sync, sync_to_async
 
+from agentstate import tools
 from agentstate.contrib.core import (
     BUSY,
     FINISHED,
@@ -267,7 +268,6 @@ def context_tools(
     the run's context wrapper that names it (e.g. one scope per run). The
     tools answer with the dispatcher's short message and never raise.
     """
-    from agentstate import tools
 
     def make(schema: dict[str, Any]) -> FunctionTool:
         spec = schema.get("function", schema)
