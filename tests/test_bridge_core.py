@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def review(status: str, reason: str = "", approved_arguments=None) -> Review:
-    return Review(1, "send_email", "call-1", {"to": "bob"}, status, False, reason, approved_arguments)
+    return Review(
+        1, "send_email", "call-1", {"to": "bob"}, status, False, reason, approved_arguments
+    )
 
 
 @pytest.mark.parametrize(
