@@ -1,25 +1,33 @@
-"""What every framework adapter shares: a run that stops for people and resumes once.
+"""What every framework adapter shares: the lifecycle of a run that stops for people.
 
 An adapter (``openai_agents.ApprovalBridge``, ``langgraph.GraphBridge``,
-``pydantic_ai.DeferredBridge``) subclasses ``Bridge`` and adds only what its
-framework needs: how to run it, how to read the calls it stopped on, and how
-to turn the reviewers' decisions into its resume value. The core does the rest,
-the same way for all of them:
+``pydantic_ai.DeferredBridge``) subclasses ``Bridge`` and implements only what
+its framework needs, as hooks the lifecycle calls: how to run it (``_run``),
+where a run stopped (``_stop``), how to keep a stop and restore it (``_keep``,
+``_restore``) and how to turn the reviewers' decisions into its resume input
+(``_answer``). The core does the rest, the same way for all of them:
 
-- a stopped run files one approval request per gated call (``file``), or
-  one pause per question (``ask``), decided in the admin or over REST;
+- start: the framework runs, and each step's token usage is added to the
+  agentstate run (``add_usage``);
+- stop for people: a stopped run files one approval request per gated call
+  (``file``), or one pause per question (``ask``), decided in the admin or
+  over REST; a stop whose calls were all decided at filing goes on at once;
 - its framework state is kept in a context variable (``wait``), as the text of
-  ``{"bridge": name, "state": state}``, and taken back by a ``pop`` (``aresume``), so of any number of processes resuming one
-  run at once exactly one does and the others are told ``busy``; a resume
-  that fails puts the state back as it was;
-- each step's token usage is added to the agentstate run (``add_usage``);
+  ``{"bridge": name, "state": state}``;
+- resume exactly once: the state is taken back by a ``pop`` (``aresume``), so
+  of any number of processes resuming one run at once exactly one does and the
+  others are told ``busy``; a resume that fails puts the state back as it was;
+- settle: the decisions become the framework's answers, worded the same way
+  for every framework (``Review.refusal``, ``Review.not_run``, ``Review.ran``);
 - a bridge registered under a name (``agentstate.contrib.register``) is
   resumed by the Celery task ``agentstate.tasks.resume_run`` once the last
   pending request of its waiting run is decided.
 
 Where the state and the requests live is the bridge's ``store``:
-``ServiceStore`` (the default, inside the Django site) or ``RemoteStore``
-(over REST, through ``agentstate-client``). See docs/bridges.md.
+``ServiceStore`` (the default, inside the Django site; in
+``agentstate.contrib.service_store``) or ``RemoteStore`` (over REST, through
+``agentstate-client``). This module imports no model, so that a process outside
+the site can use ``RemoteStore`` without Django's settings. See docs/bridges.md.
 """
 
 from __future__ import annotations
@@ -29,12 +37,24 @@ import json
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, ParamSpec, TypedDict, TypeVar, Unpack
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    NamedTuple,
+    ParamSpec,
+    TypeAlias,
+    TypedDict,
+    TypeVar,
+    Unpack,
+)
 
 from asgiref.sync import async_to_sync, sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 
 from agentstate.exceptions import BadInput
+
+if TYPE_CHECKING:
+    from agentstate.contrib.service_store import ServiceStore as ServiceStore
 
 STATE_SCOPE = "agentstate.bridges"
 """The scope holding each waiting run's framework state, one variable per run id."""
@@ -46,6 +66,12 @@ BUSY = "busy"
 # The name of the bridge the run being resumed waited on (set while ``taking`` goes on),
 # which a bridge without a name of its own keeps for the run's next stop.
 _resuming: ContextVar[str | None] = ContextVar("agentstate_resuming", default=None)
+
+REJECTED = "A reviewer rejected this call."
+"""What the model is told of a call rejected without a reason."""
+
+EXPIRED = "The approval request expired before anybody decided it."
+"""What the model is told of a call whose approval request expired."""
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -118,15 +144,35 @@ class Review:
         """The arguments the call may run with: the approved ones if edited, else as filed."""
         return self.approved_arguments if self.edited else self.arguments
 
+    # What the model is told of a decided call, in the same words by every adapter.
+
     @property
     def refusal(self) -> str:
         """What to tell the model of a call that may not run: the reviewer's reason, or
-        why there is none."""
+        why there is none (``EXPIRED``, ``REJECTED``)."""
         if self.reason:
             return self.reason
         if self.status == "expired":
-            return "The approval request expired before anybody decided it."
-        return "A reviewer rejected this call."
+            return EXPIRED
+        return REJECTED
+
+    def not_run(self, why: str) -> str:
+        """What to tell the model of a call approved only with other arguments that
+        cannot run as an edit: ``why`` ("which ...") says what stands in the way."""
+        edited = json.dumps(self.approved_arguments, ensure_ascii=False)
+        return (
+            f"A reviewer approved this call only with other arguments, {edited}, {why}:"
+            " it did not run."
+        )
+
+    def ran(self, output: Any) -> str:
+        """What to tell the model of a call the bridge ran itself with the reviewer's
+        edited arguments, in place of the model's call: what it returned."""
+        edited = json.dumps(self.approved_arguments, ensure_ascii=False)
+        return (
+            f"A reviewer approved this call with edited arguments, {edited}; it ran with them"
+            f" and returned: {output}"
+        )
 
 
 @dataclass(frozen=True)
@@ -136,6 +182,28 @@ class Question:
     interrupt_id: str
     question_id: str
     value: Any
+
+
+@dataclass
+class Stop:
+    """Where a run stopped for people, as an adapter reads it (``Bridge._stop``) or
+    restores it (``Bridge._restore``).
+
+    ``state``: the adapter's own (what ``_keep`` keeps and ``_answer`` goes on from);
+    ``calls``: the gated calls to file; ``questions``: the pauses it asked;
+    ``answers``: the answers given so far, by interrupt id; ``result``: the waiting
+    outcome's ``result``.
+    """
+
+    state: Any
+    calls: list[Call] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+    answers: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+
+    @property
+    def unanswered(self) -> list[Question]:
+        return [q for q in self.questions if q.interrupt_id not in self.answers]
 
 
 @dataclass
@@ -163,108 +231,6 @@ class Outcome:
     def final_output(self) -> Any:
         """The final result's ``final_output`` (the Agents SDK's and Pydantic AI's name)."""
         return getattr(self.result, "final_output", getattr(self.result, "output", None))
-
-
-class ServiceStore:
-    """A bridge's storage through agentstate's services (a process of the Django site).
-
-    ``user`` creates the runs and files the requests (``None``: no user)."""
-
-    def __init__(self, user: Any = None) -> None:
-        self.user = user
-
-    def create_run(
-        self, run_id: str | None, context: Any, existing_ok: bool = False
-    ) -> tuple[str, Any]:
-        """A new run (``RunExists`` when taken), or with ``existing_ok`` the run of that
-        id as it is: ``(run_id, context)``."""
-        from agentstate.exceptions import RunExists
-        from agentstate.services import runs
-
-        try:
-            run = runs.create_run(run_id=run_id, context=context, user=self.user)
-        except RunExists:
-            if not existing_ok or run_id is None:
-                raise
-            run = runs.get_run(run_id)
-        return run.run_id, run.context
-
-    def run_context(self, run_id: str) -> Any:
-        from agentstate.services import runs
-
-        return runs.get_run(run_id).context
-
-    def request_approval(self, run_id: str, call: Call) -> Review:
-        from agentstate.services import approvals
-
-        request = approvals.request_approval(run_id, *call, user=self.user)
-        return self._review(request)
-
-    def reviews(self, run_id: str) -> list[Review]:
-        from agentstate.models import ApprovalRequest
-        from agentstate.services import approvals
-
-        requests = approvals.with_current_status(
-            ApprovalRequest.objects.filter(run__run_id=run_id)
-        ).order_by("pk")
-        return [self._review(request) for request in requests]
-
-    def add_usage(self, run_id: str, **usage: Unpack[UsageDelta]) -> None:
-        from agentstate.services import runs
-
-        runs.add_usage(run_id, **usage)
-
-    def ask(self, run_id: str, interrupt_id: str, owner: str, value: Any) -> Question:
-        from agentstate.services import pauses
-
-        question_id = pauses.put(run_id, interrupt_id, owner, value, user=self.user)
-        return Question(interrupt_id, question_id, value)
-
-    def claim(self, run_id: str, interrupt_id: str, owner: str, question_id: str) -> None:
-        from agentstate.services import pauses
-
-        pauses.claim(run_id, interrupt_id, owner, question_id, user=self.user)
-
-    def resolve(self, run_id: str, interrupt_id: str) -> None:
-        from agentstate.services import pauses
-
-        pauses.resolve(run_id, interrupt_id, user=self.user)
-
-    def keep_state(self, run_id: str, saved: str) -> None:
-        from agentstate.services import context
-
-        context.put(STATE_SCOPE, run_id, saved, actor="bridge")
-
-    def peek_state(self, run_id: str) -> str | None:
-        from agentstate.services import context
-
-        kept: str | None = context.get_state(STATE_SCOPE, run_id)
-        return kept
-
-    def take_state(self, run_id: str) -> str | None:
-        """Pop the state under a lease, so that a process killed while it resumes leaves
-        the run to be resumed again (``agentstate.services.resumes``)."""
-        from agentstate.services import resumes
-
-        return resumes.take(run_id)
-
-    def release_state(self, run_id: str) -> None:
-        from agentstate.services import resumes
-
-        resumes.release(run_id)
-
-    @staticmethod
-    def _review(request: Any) -> Review:
-        return Review(
-            request.pk,
-            request.tool_name,
-            request.call_id,
-            request.arguments,
-            getattr(request, "current_status", request.status),
-            request.always,
-            request.reason,
-            request.approved_arguments,
-        )
 
 
 class RemoteStore:
@@ -358,7 +324,21 @@ class RemoteStore:
         )
 
 
-Store = ServiceStore | RemoteStore
+Store: TypeAlias = "ServiceStore | RemoteStore"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ServiceStore":
+        return _service_store()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _service_store() -> type[ServiceStore]:
+    # Imported when asked for: ServiceStore needs the site's settings and models, which
+    # a process using RemoteStore (and importing this module) does without.
+    from agentstate.contrib.service_store import ServiceStore
+
+    return ServiceStore
 
 
 def off_loop(function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
@@ -368,20 +348,56 @@ def off_loop(function: Callable[P, R]) -> Callable[P, Awaitable[R]]:
 
 
 class Bridge(abc.ABC):
-    """The base of the framework adapters (see the module's docs).
+    """The base of the framework adapters: the lifecycle of a bridged run (see the
+    module's docs), the same for every framework.
 
-    Subclasses implement ``_continue``: resume the framework from the state they
-    kept, with the run's decided requests. Everything else a stopped run needs is
-    here. ``name`` is set by ``agentstate.contrib.register``; a run waiting on a
-    named bridge is resumed by a Celery worker once it is decided.
+    An adapter implements the hooks the lifecycle calls (see docs/bridges.md,
+    "Writing an adapter"): ``_run`` (one run of the framework), ``_stop`` (where a
+    run stopped for people, or ``None`` when it finished), ``_keep`` and
+    ``_restore`` (a stop as JSON and back) and ``_answer`` (the decisions as the
+    framework's resume input); ``_result`` when a finished outcome shows another
+    result than the step's. ``name`` is set by ``agentstate.contrib.register``; a
+    run waiting on a named bridge is resumed by a Celery worker once it is decided.
     """
 
     name: str | None = None
 
     def __init__(self, *, store: Store | None = None) -> None:
-        self.store: Store = store or ServiceStore()
+        self.store: Store = _service_store()() if store is None else store
 
-    # Resuming: the same for every framework.
+    # The lifecycle: start, stop for people, settle, resume exactly once.
+
+    async def _begin(self, run_id: str, input: Any) -> Outcome:
+        """Start: run the framework on ``input`` (``_run``'s) in the run ``run_id``
+        (created by the caller), until it finishes or waits."""
+        return await self._settle(run_id, await self._step(run_id, input))
+
+    async def _step(self, run_id: str, input: Any) -> Any:
+        """One run of the framework (``_run``); what it used is added to the agentstate
+        run, also when it fails (as far as ``_run`` counted it)."""
+        used = usage()
+        try:
+            return await self._run(run_id, input, used)
+        finally:
+            await self.add_usage(run_id, used)
+
+    async def _settle(self, run_id: str, step: Any) -> Outcome:
+        """Where ``step`` left the run: ``finished``, or its calls filed and its questions
+        asked and ``waiting`` on them; a stop whose calls were all decided at filing
+        (by a policy or the run's records) and that asks nothing goes on at once."""
+        while True:
+            stop = await self._stop(run_id, step)
+            if stop is None:
+                return Outcome(run_id, FINISHED, result=self._result(step))
+            reviews = await self.file(run_id, stop.calls)
+            pending = [review for review in reviews if review.pending]
+            unanswered = stop.unanswered
+            if pending or unanswered:
+                await self.wait(run_id, self._keep(stop))
+                return Outcome(
+                    run_id, WAITING, result=stop.result, pending=pending, questions=unanswered
+                )
+            step = await self._step(run_id, await self._answer(run_id, stop, reviews))
 
     def resume(self, run_id: str) -> Outcome:
         """Continue a waiting run once every request is decided; ``waiting`` until then,
@@ -419,12 +435,52 @@ class Bridge(abc.ABC):
         await off_loop(self.store.release_state)(run_id)
         return outcome
 
-    @abc.abstractmethod
     async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:
-        """Resume the framework from ``saved`` (what ``wait`` kept) with the run's
-        ``reviews``, none of them pending."""
+        """Go on from the stop ``saved`` (what ``wait`` kept, now taken) with the run's
+        ``reviews``, none of them pending: kept again and ``waiting`` while a question
+        is unanswered; else the framework resumes, the stop's questions are resolved,
+        and the run settles."""
+        stop = await self._restore(run_id, saved)
+        unanswered = stop.unanswered
+        if unanswered:
+            await self.wait(run_id, saved)
+            return Outcome(run_id, WAITING, questions=unanswered)
+        step = await self._step(run_id, await self._answer(run_id, stop, reviews))
+        for question in stop.questions:
+            await off_loop(self.store.resolve)(run_id, question.interrupt_id)
+        return await self._settle(run_id, step)
 
-    # The steps a subclass takes when its framework stops or moves on.
+    # The hooks: what differs from one framework to the next.
+
+    @abc.abstractmethod
+    async def _run(self, run_id: str, input: Any, used: UsageDelta) -> Any:
+        """Run the framework on ``input`` (the adapter's start input, or what ``_answer``
+        made) until it finishes or stops; the step, as ``_stop`` reads it. Count what the
+        run used into ``used`` (the counters this step adds to the run)."""
+
+    @abc.abstractmethod
+    async def _stop(self, run_id: str, step: Any) -> Stop | None:
+        """Where ``step`` stopped for people (its gated calls, the questions it asked
+        with ``ask``), or ``None`` when the run finished."""
+
+    @abc.abstractmethod
+    def _keep(self, stop: Stop) -> Any:
+        """What to keep of a stop that waits (JSON), for ``_restore``."""
+
+    @abc.abstractmethod
+    async def _restore(self, run_id: str, saved: Any) -> Stop:
+        """The stop ``_keep`` kept (``BadInput`` when ``saved`` is not this adapter's)."""
+
+    @abc.abstractmethod
+    async def _answer(self, run_id: str, stop: Stop, reviews: list[Review]) -> Any:
+        """The input ``_run`` resumes the framework with: the decisions of the stop's
+        calls (``reviews``, none pending) and its answers, in the framework's terms."""
+
+    def _result(self, step: Any) -> Any:
+        """The finished outcome's ``result``: the step itself unless an adapter says."""
+        return step
+
+    # The steps of the lifecycle, which an adapter may also call or extend.
 
     async def create_run(
         self, run_id: str | None, context: Any, *, existing_ok: bool = False

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentstate.extras import missing
 
@@ -47,6 +47,7 @@ except ImportError as error:
     raise missing("agents", "agentstate.contrib.openai_agents", error) from error
 from asgiref.sync import async_to_sync, sync_to_async
 
+from agentstate import tools
 from agentstate.contrib.core import (
     BUSY,
     FINISHED,
@@ -58,9 +59,11 @@ from agentstate.contrib.core import (
     RemoteStore,
     Review,
     ServiceStore,
+    Stop,
     Store,
     UsageDelta,
     decided,
+    off_loop,
 )
 from agentstate.contrib.openai_agents_session import SESSION_SCOPE, AgentStateSession
 
@@ -114,45 +117,45 @@ class ApprovalBridge(Bridge):
     ) -> Outcome:
         """Create the agentstate run (its context is the SDK's) and start the agent on ``input``."""
         run_id, context = await self.create_run(run_id, {} if context is None else context)
-        result = await self._run(input, context=context)
-        return await self._settle(run_id, result, counted=Usage())
+        return await self._begin(run_id, _Start(input, context))
 
-    async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:
-        context = await sync_to_async(self.store.run_context)(run_id)
-        state = await RunState.from_string(self.agent, saved, context_override=context)
-        assert state._context is not None  # a restored state has its context
-        counted = _copy_usage(state._context.usage)
-        await self._apply_decisions(state, reviews)
-        result = await self._run(state)
-        return await self._settle(run_id, result, counted=counted)
+    # The core's hooks (agentstate.contrib.core.Bridge).
 
-    async def _run(self, input: Any, context: Any = None) -> RunResult:
+    async def _run(self, run_id: str, input: _Start | _Resume, used: UsageDelta) -> RunResult:
         options: dict[str, Any] = {"run_config": self.run_config}
         if self.max_turns is not None:
             options["max_turns"] = self.max_turns
-        if context is not None:
-            options["context"] = context
-        return await Runner.run(self.agent, input, **options)
+        if isinstance(input, _Start):
+            counted = Usage()
+            result = await Runner.run(self.agent, input.input, context=input.context, **options)
+        else:
+            counted = input.counted
+            result = await Runner.run(self.agent, input.state, **options)
+        used.update(_usage_delta(result.context_wrapper.usage, counted))
+        return result
 
-    async def _settle(self, run_id: str, result: RunResult, *, counted: Usage) -> Outcome:
-        """Add the new usage; file requests for interruptions, resuming at once when all are decided."""
-        while True:
-            usage = result.context_wrapper.usage
-            await self.add_usage(run_id, _usage_delta(usage, counted))
-            counted = _copy_usage(usage)
-            if not result.interruptions:
-                return Outcome(run_id, FINISHED, result=result)
-            state = result.to_state()
-            reviews = await self.file(
-                run_id,
-                (_call(item) for item in result.interruptions),
-            )
-            pending = [r for r in reviews if r.pending]
-            if pending:
-                await self.wait(run_id, state.to_string())
-                return Outcome(run_id, WAITING, result=result, pending=pending)
-            await self._apply_decisions(state, reviews)
-            result = await self._run(state)
+    async def _stop(self, run_id: str, step: RunResult) -> Stop | None:
+        if not step.interruptions:
+            return None
+        calls = [_call(item) for item in step.interruptions]
+        return Stop(step.to_state(), calls, result=step)
+
+    def _keep(self, stop: Stop) -> str:
+        state: RunState = stop.state
+        return state.to_string()
+
+    async def _restore(self, run_id: str, saved: Any) -> Stop:
+        context = await off_loop(self.store.run_context)(run_id)
+        return Stop(await RunState.from_string(self.agent, saved, context_override=context))
+
+    async def _answer(self, run_id: str, stop: Stop, reviews: list[Review]) -> _Resume:
+        """The state with each interrupted call's decision applied; what the run had
+        used before (counted from there on, edited calls run here included)."""
+        state: RunState = stop.state
+        assert state._context is not None  # a restored state has its context
+        counted = _copy_usage(state._context.usage)
+        await self._apply_decisions(state, reviews)
+        return _Resume(state, counted)
 
     async def _apply_decisions(self, state: RunState, reviews: list[Review]) -> None:
         """Apply each interrupted call's decided request to the SDK state."""
@@ -169,14 +172,10 @@ class ApprovalBridge(Bridge):
             elif review.approved:
                 state.approve(item, always_approve=review.always)
             else:
-                message = review.reason or (
-                    "The approval request expired." if review.status == "expired" else None
-                )
-                state.reject(item, always_reject=review.always, rejection_message=message)
+                state.reject(item, always_reject=review.always, rejection_message=review.refusal)
 
     async def _run_edited(self, state: RunState, item: ToolApprovalItem, review: Review) -> str:
         """Run the reviewer's edited call of an agent's function tool; what the model hears."""
-        edited = json.dumps(review.approved_arguments, ensure_ascii=False)
         tool = next(
             (
                 t
@@ -186,12 +185,11 @@ class ApprovalBridge(Bridge):
             None,
         )
         if tool is None:
-            return (
-                f"A reviewer approved this call only with other arguments, {edited}, which"
-                " cannot be run for a tool that is not one of the agent's function tools:"
-                " it did not run."
+            return review.not_run(
+                "which cannot be run for a tool that is not one of the agent's function tools"
             )
         assert state._context is not None  # a restored state has its context
+        edited = json.dumps(review.approved_arguments, ensure_ascii=False)
         context = SDKToolContext(
             state._context.context,
             usage=state._context.usage,
@@ -200,11 +198,21 @@ class ApprovalBridge(Bridge):
             tool_arguments=edited,
             agent=self.agent,
         )
-        output = await tool.on_invoke_tool(context, edited)
-        return (
-            f"A reviewer approved this call with edited arguments, {edited}; it ran with them"
-            f" and returned: {output}"
-        )
+        return review.ran(await tool.on_invoke_tool(context, edited))
+
+
+class _Start(NamedTuple):
+    """A new run's input: the agent's input and the SDK context."""
+
+    input: str | list[Any]
+    context: Any
+
+
+class _Resume(NamedTuple):
+    """A stopped run's input: its state, decisions applied, and the usage counted."""
+
+    state: RunState
+    counted: Usage
 
 
 def _call(item: ToolApprovalItem) -> Call:
@@ -260,7 +268,6 @@ def context_tools(
     the run's context wrapper that names it (e.g. one scope per run). The
     tools answer with the dispatcher's short message and never raise.
     """
-    from agentstate import tools
 
     def make(schema: dict[str, Any]) -> FunctionTool:
         spec = schema.get("function", schema)

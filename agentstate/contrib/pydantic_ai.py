@@ -26,8 +26,8 @@ installed, importing this module raises ``MissingExtra`` naming the extra
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from agentstate.extras import missing
 
@@ -53,6 +53,7 @@ except ImportError as error:
 from asgiref.sync import async_to_sync
 from pydantic import ValidationError
 
+from agentstate.contrib import core
 from agentstate.contrib.core import (
     BUSY,
     FINISHED,
@@ -63,7 +64,7 @@ from agentstate.contrib.core import (
     Outcome,
     RemoteStore,
     Review,
-    ServiceStore,
+    Stop,
     Store,
     UsageDelta,
     decided,
@@ -84,9 +85,18 @@ __all__ = [
     "UnsupportedDeferral",
 ]
 
+if TYPE_CHECKING:
+    from agentstate.contrib.service_store import ServiceStore
+
 DepsT = TypeVar("DepsT")
 
 Prompt = str | Sequence[UserContent] | None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ServiceStore":  # the core's, imported when asked for (it needs the models)
+        return core.ServiceStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnsupportedDeferral(BadInput):
@@ -144,65 +154,88 @@ class DeferredBridge(Bridge, Generic[DepsT]):
         ``context`` (a JSON object, ``{}`` by default) and run the agent on ``prompt``:
         ``finished``, or ``waiting`` on the approval requests it filed."""
         run_id, context = await self.create_run(run_id, {} if context is None else context)
-        result = await self._run(run_id, context, prompt)
-        return await self._settle(run_id, context, result)
+        return await self._begin(run_id, _Input(context, prompt))
 
-    async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:
-        history, call_ids = _load(run_id, saved)
-        context = await off_loop(self.store.run_context)(run_id) if self.deps else None
-        result = await self._run(
-            run_id, context, None, history=history, results=_results(run_id, call_ids, reviews)
-        )
-        return await self._settle(run_id, context, result)
+    async def file(self, run_id: str, calls: Iterable[Call]) -> list[Review]:
+        """The core's ``file``, refusing a call whose id names an earlier, different
+        request of the run (``Conflict``)."""
+        calls = list(calls)
+        reviews = await super().file(run_id, calls)
+        _check_filed(run_id, calls, reviews)
+        return reviews
 
-    async def _run(
-        self,
-        run_id: str,
-        context: Any,
-        prompt: Prompt,
-        *,
-        history: list[ModelMessage] | None = None,
-        results: DeferredToolResults | None = None,
-    ) -> AgentRunResult[Any]:
+    # The core's hooks (agentstate.contrib.core.Bridge).
+
+    async def _run(self, run_id: str, input: _Input, used: UsageDelta) -> _Step:
         options: dict[str, Any] = {
-            "message_history": history,
-            "deferred_tool_results": results,
+            "message_history": input.history,
+            "deferred_tool_results": input.results,
             "model": self.model,
             "model_settings": self.model_settings,
             "usage_limits": self.usage_limits,
         }
         if self.deps is not None:
             # off the event loop, so that it may query the database
-            options["deps"] = await off_loop(self.deps)(run_id, context)
-        return await self.agent.run(prompt, **options)
+            options["deps"] = await off_loop(self.deps)(run_id, input.context)
+        result = await self.agent.run(input.prompt, **options)
+        used.update(_usage_delta(result.usage))
+        return _Step(result, input.context)
 
-    async def _settle(self, run_id: str, context: Any, result: AgentRunResult[Any]) -> Outcome:
-        """Add the step's usage; file requests for its deferred calls, going on at once
-        while all of them are decided when filed (by a policy or the run's records)."""
-        while True:
-            await self.add_usage(run_id, _usage_delta(result.usage))
-            requests = result.output
-            if not isinstance(requests, DeferredToolRequests):
-                return Outcome(run_id, FINISHED, result=result)
-            if requests.calls:
-                names = ", ".join(sorted({part.tool_name for part in requests.calls}))
-                raise UnsupportedDeferral(
-                    f"Run {run_id!r} stopped on calls to run outside the agent ({names}): "
-                    "DeferredBridge files approvals only; answer external calls with "
-                    "Pydantic AI's DeferredToolResults.calls yourself."
-                )
-            calls = [_call(part) for part in requests.approvals]
-            reviews = await self.file(run_id, calls)
-            _check_filed(run_id, calls, reviews)
-            history = result.all_messages()
-            call_ids = [call.call_id for call in calls]
-            pending = [review for review in reviews if review.pending]
-            if pending:
-                await self.wait(run_id, _dump(history, call_ids))
-                return Outcome(run_id, WAITING, result=result, pending=pending)
-            result = await self._run(
-                run_id, context, None, history=history, results=_results(run_id, call_ids, reviews)
+    def _result(self, step: _Step) -> AgentRunResult[Any]:
+        return step.result
+
+    async def _stop(self, run_id: str, step: _Step) -> Stop | None:
+        requests = step.result.output
+        if not isinstance(requests, DeferredToolRequests):
+            return None
+        if requests.calls:
+            names = ", ".join(sorted({part.tool_name for part in requests.calls}))
+            raise UnsupportedDeferral(
+                f"Run {run_id!r} stopped on calls to run outside the agent ({names}): "
+                "DeferredBridge files approvals only; answer external calls with "
+                "Pydantic AI's DeferredToolResults.calls yourself."
             )
+        calls = [_call(part) for part in requests.approvals]
+        waiting = _Waiting(
+            step.result.all_messages(), [call.call_id for call in calls], step.context
+        )
+        return Stop(waiting, calls, result=step.result)
+
+    def _keep(self, stop: Stop) -> dict[str, Any]:
+        return _dump(stop.state.history, stop.state.call_ids)
+
+    async def _restore(self, run_id: str, saved: Any) -> Stop:
+        history, call_ids = _load(run_id, saved)
+        context = await off_loop(self.store.run_context)(run_id) if self.deps else None
+        return Stop(_Waiting(history, call_ids, context))
+
+    async def _answer(self, run_id: str, stop: Stop, reviews: list[Review]) -> _Input:
+        waiting: _Waiting = stop.state
+        results = _results(run_id, waiting.call_ids, reviews)
+        return _Input(waiting.context, None, waiting.history, results)
+
+
+class _Input(NamedTuple):
+    """What one ``agent.run`` takes: the run's context (for ``deps``) and a prompt, or
+    the history and the decided calls it goes on from."""
+
+    context: Any
+    prompt: Prompt = None
+    history: list[ModelMessage] | None = None
+    results: DeferredToolResults | None = None
+
+
+class _Step(NamedTuple):
+    result: AgentRunResult[Any]
+    context: Any
+
+
+class _Waiting(NamedTuple):
+    """A stop: the run's messages, the calls it waits on, the run's context."""
+
+    history: list[ModelMessage]
+    call_ids: list[str]
+    context: Any
 
 
 def _call(part: ToolCallPart) -> Call:
@@ -245,8 +278,7 @@ def _decision(review: Review) -> ToolApproved | ToolDenied:
         return ToolApproved()
     if not isinstance(review.approved_arguments, dict):
         return ToolDenied(
-            "A reviewer approved this call only with arguments that are not a JSON object, "
-            f"{review.approved_arguments!r}, which a tool cannot take: it did not run."
+            review.not_run("which are not a JSON object, as a tool's arguments must be")
         )
     return ToolApproved(override_args=review.approved_arguments)
 

@@ -24,12 +24,11 @@ Each step's token usage (what the chat models report) is added to the run.
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 import uuid
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from asgiref.sync import async_to_sync
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
@@ -39,17 +38,17 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import StateGraph
 from langgraph.pregel import Pregel
-from langgraph.types import Command, Interrupt
+from langgraph.types import Command, Interrupt, StateSnapshot
 
 from agentstate.contrib.core import (
     BUSY,
-    FINISHED,
     WAITING,
     Bridge,
     Call,
     Outcome,
     Question,
     Review,
+    Stop,
     Store,
     UsageDelta,
     decided,
@@ -108,8 +107,7 @@ class GraphBridge(Bridge):
                 field="thread_id",
             )
         thread_id, _context = await self.create_run(thread_id, {}, existing_ok=True)
-        await self._run(thread_id, input)
-        return await self._settle(thread_id, owner)
+        return await self._begin(thread_id, _Input(input, owner))
 
     # Answering a question
 
@@ -165,24 +163,10 @@ class GraphBridge(Bridge):
         """The core's ``aresume``; a waiting outcome also lists the unanswered questions."""
         outcome = await super().aresume(run_id)
         if outcome.status == WAITING and not outcome.questions:
-            outcome.questions = _unanswered(await self.peek(run_id))
+            outcome.questions = _kept_stop(await self.peek(run_id)).unanswered
         return outcome
 
-    async def _continue(self, run_id: str, saved: Any, reviews: list[Review]) -> Outcome:
-        unanswered = _unanswered(saved)
-        if unanswered:
-            await self.wait(run_id, saved)
-            return Outcome(run_id, WAITING, questions=unanswered)
-        by_call = decided(reviews)
-        resume: dict[str, Any] = dict(saved["answers"])
-        for stop in saved["approvals"]:
-            resume[stop["interrupt_id"]] = _resume_value(stop, by_call)
-        await self._run(run_id, Command(resume=resume))
-        for question in saved["questions"]:
-            await off_loop(self.store.resolve)(run_id, question["interrupt_id"])
-        return await self._settle(run_id, saved["owner"])
-
-    # Running the graph
+    # The core's hooks (agentstate.contrib.core.Bridge).
 
     def _config(self, thread_id: str, counter: _UsageCounter) -> RunnableConfig:
         config: RunnableConfig = {**self.config}
@@ -196,58 +180,76 @@ class GraphBridge(Bridge):
             config["callbacks"] = [*(callbacks or []), counter]
         return config
 
-    async def _run(self, thread_id: str, input: Any) -> None:
-        """One run of the graph until it ends or stops; its usage is added even if it fails."""
+    async def _run(self, thread_id: str, input: _Input, used: UsageDelta) -> _Step:
+        """One run of the graph until it ends or stops (its usage counted even if it
+        fails), and where it stands."""
         counter = _UsageCounter()
         try:
-            await self.graph.ainvoke(input, self._config(thread_id, counter))
+            await self.graph.ainvoke(input.input, self._config(thread_id, counter))
         finally:
-            await self.add_usage(thread_id, counter.delta())
+            used.update(counter.delta())
+        snapshot = await self.graph.aget_state(self._config(thread_id, _UsageCounter()))
+        return _Step(snapshot, input.owner)
 
-    async def _settle(self, thread_id: str, owner: str) -> Outcome:
-        """Where the graph stopped: finished, or its interrupts asked and filed; a stop
-        whose requests were all decided at filing (a policy, the run's records) and
-        that asks nothing goes on at once."""
-        while True:
-            snapshot = await self.graph.aget_state(self._config(thread_id, _UsageCounter()))
-            if not snapshot.interrupts:
-                return Outcome(thread_id, FINISHED, result=snapshot.values)
-            saved: dict[str, Any] = {
-                "owner": owner,
-                "questions": [],
-                "answers": {},
-                "approvals": [],
-            }
-            questions: list[Question] = []
-            reviews: list[Review] = []
-            messages = _messages(snapshot.values)
-            for interrupt in snapshot.interrupts:
-                stop = _approval_stop(interrupt, messages)
-                if stop is None:
-                    question = await self.ask(
-                        thread_id, interrupt.id, owner, jsonable(interrupt.value)
-                    )
-                    questions.append(question)
-                    saved["questions"].append(
-                        {
-                            "interrupt_id": question.interrupt_id,
-                            "question_id": question.question_id,
-                            "value": question.value,
-                        }
-                    )
-                    continue
-                calls = [Call(a["name"], a["call_id"], a["args"]) for a in stop["actions"]]
-                reviews += await self.file(thread_id, calls)
-                saved["approvals"].append(stop)
-            pending = [r for r in reviews if r.pending]
-            if questions or pending:
-                await self.wait(thread_id, saved)
-                return Outcome(thread_id, WAITING, pending=pending, questions=questions)
-            by_call = decided(reviews)
-            resume = {
-                stop["interrupt_id"]: _resume_value(stop, by_call) for stop in saved["approvals"]
-            }
-            await self._run(thread_id, Command(resume=resume))
+    def _result(self, step: _Step) -> Any:
+        return step.snapshot.values
+
+    async def _stop(self, thread_id: str, step: _Step) -> Stop | None:
+        """The graph's interrupts: questions asked, approval requests' calls to file."""
+        snapshot, owner = step
+        if not snapshot.interrupts:
+            return None
+        saved: dict[str, Any] = {"owner": owner, "questions": [], "answers": {}, "approvals": []}
+        questions: list[Question] = []
+        calls: list[Call] = []
+        messages = _messages(snapshot.values)
+        for interrupt in snapshot.interrupts:
+            stop = _approval_stop(interrupt, messages)
+            if stop is None:
+                question = await self.ask(thread_id, interrupt.id, owner, jsonable(interrupt.value))
+                questions.append(question)
+                saved["questions"].append(
+                    {
+                        "interrupt_id": question.interrupt_id,
+                        "question_id": question.question_id,
+                        "value": question.value,
+                    }
+                )
+                continue
+            calls += [Call(a["name"], a["call_id"], a["args"]) for a in stop["actions"]]
+            saved["approvals"].append(stop)
+        return Stop(saved, calls, questions)
+
+    def _keep(self, stop: Stop) -> dict[str, Any]:
+        saved: dict[str, Any] = stop.state
+        return saved
+
+    async def _restore(self, thread_id: str, saved: Any) -> Stop:
+        return _kept_stop(saved)
+
+    async def _answer(self, thread_id: str, stop: Stop, reviews: list[Review]) -> _Input:
+        """``Command(resume=...)``: the answers, and each approval interrupt's decisions
+        as the middleware takes them."""
+        saved = stop.state
+        by_call = decided(reviews)
+        resume: dict[str, Any] = dict(saved["answers"])
+        for approval in saved["approvals"]:
+            resume[approval["interrupt_id"]] = _resume_value(approval, by_call)
+        return _Input(Command(resume=resume), saved["owner"])
+
+
+class _Input(NamedTuple):
+    """What a run of the graph takes: its input, and who answers its questions."""
+
+    input: Any
+    owner: str
+
+
+class _Step(NamedTuple):
+    """Where a run of the graph left its thread, and who answers its questions."""
+
+    snapshot: StateSnapshot
+    owner: str
 
 
 def _compiled(graph: Any) -> Pregel[Any, Any, Any, Any]:
@@ -364,13 +366,9 @@ def _decision(review: Review, allowed: Iterable[str] | None) -> dict[str, Any]:
                 "type": "edit",
                 "edited_action": {"name": review.tool_name, "args": review.approved_arguments},
             }
-        edited = json.dumps(review.approved_arguments, ensure_ascii=False)
         return {
             "type": "reject",
-            "message": (
-                f"A reviewer approved this call only with other arguments, {edited}, which "
-                "this tool's review does not accept as an edit: it did not run."
-            ),
+            "message": review.not_run("which this tool's review does not accept as an edit"),
         }
     if review.approved:
         return {"type": "approve"}
@@ -380,14 +378,16 @@ def _decision(review: Review, allowed: Iterable[str] | None) -> dict[str, Any]:
     return {"type": "reject"}
 
 
-def _unanswered(saved: Any) -> list[Question]:
+def _kept_stop(saved: Any) -> Stop:
+    """A kept stop: its questions and the answers given (none of either for a thread
+    that keeps no state)."""
     if not isinstance(saved, dict):
-        return []
-    return [
+        return Stop(saved)
+    questions = [
         Question(q["interrupt_id"], q["question_id"], q["value"])
         for q in saved.get("questions", [])
-        if q["interrupt_id"] not in saved.get("answers", {})
     ]
+    return Stop(saved, questions=questions, answers=saved.get("answers", {}))
 
 
 # Usage
