@@ -11,6 +11,15 @@ class AgentStateConfig(AppConfig):
         from django.apps import apps
 
         from agentstate import checks  # noqa: F401  (registers the system checks)
+        from agentstate.extras import MissingExtra
+
+        try:
+            # here, not at the top: the tasks import the models, loaded only now
+            from agentstate import tasks
+        except MissingExtra:
+            pass  # no Celery: deliveries wait for the sweep, runs for a resume call
+        else:
+            tasks.connect()
 
         if apps.is_installed("django.contrib.admin"):
             # Again now that every app's admin module is loaded: a site that

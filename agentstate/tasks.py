@@ -6,6 +6,12 @@ with Celery beat (the demo site runs both every minute); sites using cron run
 is not scheduled: a decision that leaves the run of a registered bridge
 (``agentstate.contrib.register``) ready to go on queues it. This module needs the
 ``celery`` extra. See docs/deployment.md.
+
+The core knows nothing of Celery: it sends signals, and ``connect`` (called by
+``AgentStateConfig.ready`` when Celery is installed) wires this module's receivers
+to them: ``deliveries_written`` hands a committed change's webhook deliveries to
+the broker, ``approval_decided`` queues ``resume_run`` for a run that waits on a
+registered bridge.
 """
 
 import atexit
@@ -14,6 +20,7 @@ import os
 import queue
 import threading
 import time
+from typing import Any
 
 from agentstate.extras import missing
 
@@ -22,7 +29,11 @@ try:
 except ImportError as error:
     raise missing("celery", "agentstate.tasks", error) from error
 
+from agentstate import contrib, signals  # noqa: E402
+from agentstate.contrib.core import ServiceStore, waiting_on  # noqa: E402
+from agentstate.models import ApprovalRequest  # noqa: E402
 from agentstate.services import webhooks  # noqa: E402
+from agentstate.services.approvals import in_status  # noqa: E402
 from agentstate.services.sweep import sweep  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -62,9 +73,7 @@ def resume_run(bridge: str, run_id: str) -> str:
     """Resume a decided run with the bridge registered as ``bridge``
     (``agentstate.contrib.register``): the outcome's status (``busy`` when another
     process already took it)."""
-    from agentstate.contrib import registered
-
-    return registered(bridge).resume(run_id).status
+    return contrib.registered(bridge).resume(run_id).status
 
 
 class _Handoff:
@@ -128,3 +137,36 @@ def queue_deliveries(delivery_ids: list[int]) -> None:
     """Queue the deliveries an event wrote, once its transaction has committed: handed
     to the broker by a thread of this process, off the caller's path."""
     handoff.put(delivery_ids)
+
+
+def _deliveries_written(sender: Any, delivery_ids: list[int], **kwargs: Any) -> None:
+    queue_deliveries(delivery_ids)
+
+
+def _resume_when_decided(sender: Any, event: Any, instance: Any, **kwargs: Any) -> None:
+    """After a decision commits: if it was the last pending request of a run waiting on
+    a registered bridge, queue ``resume_run`` (which takes the run exactly once)."""
+    names = contrib.registered_names()
+    if instance is None or not names:
+        return
+    pending = ApprovalRequest.objects.filter(run_id=instance.run_id).filter(
+        in_status(ApprovalRequest.Status.PENDING)
+    )
+    if pending.exists():
+        return
+    run_id = instance.run.run_id
+    name = waiting_on(ServiceStore().peek_state(run_id))
+    if name not in names:
+        return
+    try:
+        resume_run.delay(name, run_id)
+    except Exception:  # noqa: BLE001 - the decision stands; a resume call still resumes it
+        logger.warning("could not queue the resumption of run %s", run_id, exc_info=True)
+
+
+def connect() -> None:
+    """Wire the tasks to the core's signals (``AgentStateConfig.ready`` calls this when
+    Celery is installed): webhook deliveries go to the broker after their commit, and
+    a decided run of a registered bridge is queued for ``resume_run``."""
+    signals.deliveries_written.connect(_deliveries_written, dispatch_uid="agentstate.tasks")
+    signals.approval_decided.connect(_resume_when_decided, dispatch_uid="agentstate.tasks")

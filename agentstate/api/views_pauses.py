@@ -18,9 +18,9 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentstate.backends import Reach
 from agentstate.models import PausedRun
 from agentstate.services import pauses
+from agentstate.types import Reach
 
 from . import serializers_pauses as s
 from .base import AgentStateAPIView

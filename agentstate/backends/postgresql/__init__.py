@@ -26,6 +26,7 @@ from agentstate.backends.base import Backend
 from agentstate.db import call, call_row
 from agentstate.exceptions import refusal
 
+from .auth import AuthOperations
 from .budgets import BudgetOperations
 from .checkpoints import CheckpointOperations
 from .context import ContextOperations
@@ -82,6 +83,7 @@ def uninstall(schema_editor: Any) -> None:
 
 
 class PostgreSQLBackend(
+    AuthOperations,
     ContextOperations,
     PauseOperations,
     PolicyOperations,
