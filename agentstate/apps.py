@@ -1,6 +1,8 @@
 from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.extras import MissingExtra
+
 
 class AgentStateConfig(AppConfig):
     name = "agentstate"
@@ -11,13 +13,12 @@ class AgentStateConfig(AppConfig):
         from django.apps import apps
 
         from agentstate import checks  # noqa: F401  (registers the system checks)
-        from agentstate.extras import MissingExtra
 
         try:
             # here, not at the top: the tasks import the models, loaded only now
             from agentstate import tasks
         except MissingExtra:
-            pass  # no Celery: deliveries wait for the sweep, runs for a resume call
+            pass  # no Celery: agentstate_expire sends the deliveries; runs wait for resume()
         else:
             tasks.connect()
 
