@@ -1,27 +1,20 @@
-"""The event log: what the backends write, and the signals sent once it commits.
+"""The event log's announce side: what the services send once a change commits.
 
-A backend writes an operation's events in the operation's own transaction
-(``new`` and ``save`` on the ORM; ``agentstate_record`` on PostgreSQL, whose
-rows ``from_json`` reads back), so they commit or roll back with the change.
-The services then ``announce`` them: the signals, and the webhook deliveries
-the outbox wrote for them, go out after the commit.
+A backend writes an operation's events, and their webhook deliveries, in the
+operation's own transaction (``agentstate.backends.events``). The services then
+``announce`` them: the signals of the events, and ``deliveries_written`` with
+the deliveries' ids, go out after the commit.
 """
 
 import logging
-from collections.abc import Iterable
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from django.db import models, transaction
 
 from agentstate import signals
-from agentstate.db import from_json as from_json_row
-from agentstate.models import Event
+from agentstate.models import Delivery, Event
 
 logger = logging.getLogger(__name__)
-
-if TYPE_CHECKING:
-    from agentstate.backends.base import Actor
 
 
 def _send_on_commit(events: list[Event], sender: type, instance: Any) -> None:
@@ -35,20 +28,8 @@ def _send_on_commit(events: list[Event], sender: type, instance: Any) -> None:
     transaction.on_commit(send)
 
 
-def json_time(value: datetime) -> str:
-    """A time as event details hold it: ISO 8601 in UTC with the microseconds'
-    trailing zeros dropped, PostgreSQL's own JSON form (``to_jsonb``), so that an
-    event's time reads the same whether SQL or Python wrote it."""
-    text = value.astimezone(UTC).isoformat()  # ...T08:46:54[.828170]+00:00
-    if "." not in text:
-        return text
-    seconds, rest = text.split(".", 1)
-    fraction = rest[:6].rstrip("0")
-    return f"{seconds}.{fraction}{rest[6:]}" if fraction else f"{seconds}{rest[6:]}"
-
-
 def announce(events: list[Event], sender: type[models.Model], instance: Any = None) -> None:
-    """Send the signals of the events a backend wrote, and queue the webhook
+    """Send the signals of the events a backend wrote, and hand over the webhook
     deliveries they made, after its transaction commits (at once in autocommit).
     ``instance``: the changed object (``None`` for a bulk change, whose events
     name their objects)."""
@@ -57,55 +38,15 @@ def announce(events: list[Event], sender: type[models.Model], instance: Any = No
     _send_on_commit(events, sender, instance)
     deliveries = [pk for event in events for pk in getattr(event, "delivery_ids", ())]
     if deliveries:
-        transaction.on_commit(lambda: _queue(deliveries))
+        transaction.on_commit(lambda: _hand_over(deliveries))
 
 
-def _queue(deliveries: list[int]) -> None:
-    """Hand the deliveries to Celery; without it (or without a broker) the beat task
-    or ``manage.py agentstate_expire`` sends them, as it sends whatever is left behind."""
-    try:
-        from agentstate.tasks import queue_deliveries
-
-        queue_deliveries(deliveries)
-    except Exception:  # noqa: BLE001 - the outbox keeps them; never fail a committed change
-        logger.warning("could not queue webhook deliveries %s", deliveries, exc_info=True)
-
-
-def save(alias: str, events: Iterable[Event]) -> list[Event]:
-    """Save events in the caller's transaction, with their webhook deliveries (the
-    outbox), each event's delivery ids in ``event.delivery_ids``: what the ORM backends
-    write events with."""
-    from agentstate.services.webhooks import outbox
-
-    saved = Event.objects.using(alias).bulk_create(list(events))
-    outbox(saved, alias)
-    return saved
-
-
-def new(
-    kind: str,
-    model: type[models.Model],
-    object_id: str,
-    by: "Actor",
-    *,
-    created_by_id: int | None = None,
-    owner: str = "",
-    details: dict | None = None,
-) -> Event:
-    """An event about an object of ``model``, for a backend to save in the change's
-    transaction."""
-    return Event(
-        kind=kind,
-        actor=by.name,
-        user_id=by.user_id,
-        object_type=cast(str, model._meta.model_name),  # set for every model class
-        object_id=object_id,
-        created_by_id=created_by_id,
-        owner=owner,
-        details=details or {},
-    )
-
-
-def from_json(rows: list[dict[str, Any]], alias: str = "default") -> list[Event]:
-    """Events as a PostgreSQL function answered them (``to_jsonb`` of the rows)."""
-    return [from_json_row(Event, row, alias) for row in rows]
+def _hand_over(deliveries: list[int]) -> None:
+    """Send ``deliveries_written``: with Celery its receiver (``agentstate.tasks``) hands
+    the deliveries to the broker; without it (or without a broker) the beat task or
+    ``manage.py agentstate_expire`` sends them, as it sends whatever is left behind."""
+    answers = signals.deliveries_written.send_robust(sender=Delivery, delivery_ids=deliveries)
+    for _, answer in answers:
+        if isinstance(answer, Exception):
+            # the outbox keeps them; never fail a committed change
+            logger.warning("could not queue webhook deliveries %s", deliveries, exc_info=answer)

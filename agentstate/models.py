@@ -13,7 +13,6 @@ a long list.
 """
 
 import uuid
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -22,9 +21,7 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from agentstate.querysets import ApprovalRequestQuerySet, PausedRunQuerySet
-
-if TYPE_CHECKING:
-    from agentstate.backends.base import Records
+from agentstate.types import Records
 
 KEY_LENGTH = 255
 RUN_ID_LENGTH = 128
@@ -248,7 +245,7 @@ class Run(models.Model):
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     # Not a column: the approval records map a backend reads with the run it returns.
-    approvals: "Records"
+    approvals: Records
 
     class Meta:
         verbose_name = _("run")

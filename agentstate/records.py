@@ -11,7 +11,6 @@ rules in SQL (``backends/postgresql/sql/30_runs.sql``).
 
 from collections.abc import Mapping
 
-from agentstate.backends.base import Records
 from agentstate.models import ApprovalCall, ApprovalRecord
 
 __all__ = [
@@ -19,7 +18,6 @@ __all__ = [
     "DECIDED_BY_RECORDS",
     "REJECT",
     "SIDES",
-    "Records",
     "decide_from",
     "decided_always",
     "record_json",

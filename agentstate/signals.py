@@ -11,6 +11,11 @@ arguments:
 
 A rolled-back change sends nothing. ``event_recorded`` is sent for every
 event in addition to the signal of its kind.
+
+``deliveries_written`` is sent once per committed change that wrote webhook
+deliveries, with ``sender`` the ``Delivery`` class and ``delivery_ids``:
+agentstate's Celery tasks (``agentstate.tasks``, connected when Celery is
+installed) hand them to the broker by it.
 """
 
 from django.dispatch import Signal
@@ -28,6 +33,7 @@ budget_changed = Signal()
 policy_created = Signal()
 policy_revoked = Signal()
 event_recorded = Signal()
+deliveries_written = Signal()
 
 BY_KIND = {
     "pause.created": pause_created,

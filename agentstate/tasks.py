@@ -6,6 +6,12 @@ Schedule ``agentstate.tasks.expire_pauses``, ``agentstate.tasks.send_webhooks`` 
 is not scheduled: a decision that leaves the run of a registered bridge
 (``agentstate.contrib.register``) ready to go on queues it. This module needs the
 ``celery`` extra. See docs/deployment.md.
+
+The core knows nothing of Celery: it sends signals, and ``connect`` (called by
+``AgentStateConfig.ready`` when Celery is installed) wires this module's receivers
+to them: ``deliveries_written`` hands a committed change's webhook deliveries to
+the broker, ``approval_decided`` queues ``resume_run`` for a run that waits on a
+registered bridge.
 """
 
 import atexit
@@ -14,6 +20,7 @@ import os
 import queue
 import threading
 import time
+from typing import Any
 
 from agentstate.extras import missing
 
@@ -22,7 +29,13 @@ try:
 except ImportError as error:
     raise missing("celery", "agentstate.tasks", error) from error
 
+from agentstate import contrib, signals  # noqa: E402
+from agentstate.contrib import resumes  # noqa: E402
+from agentstate.contrib.kept import waiting_on  # noqa: E402
+from agentstate.contrib.service_store import ServiceStore  # noqa: E402
+from agentstate.models import ApprovalRequest  # noqa: E402
 from agentstate.services import webhooks  # noqa: E402
+from agentstate.services.approvals import in_status  # noqa: E402
 from agentstate.services.sweep import sweep  # noqa: E402
 
 logger = logging.getLogger(__name__)
@@ -68,9 +81,7 @@ def resume_run(bridge: str, run_id: str) -> str:
     (``agentstate.contrib.register``): the outcome's status (``busy`` when another
     process already took it). Acknowledged once done: a message whose worker died
     is delivered again (the bridge's lease makes it wait until the state is back)."""
-    from agentstate.contrib import registered
-
-    return registered(bridge).resume(run_id).status
+    return contrib.registered(bridge).resume(run_id).status
 
 
 @shared_task(name="agentstate.tasks.resume_ready", ignore_result=True)
@@ -78,13 +89,10 @@ def resume_ready() -> int:
     """Queue ``resume_run`` for every decided run of a registered bridge that nobody
     resumes (its message lost with the broker, or its worker killed mid-resume and
     its lease run out): how many. Run it with beat."""
-    from agentstate.contrib import registered
-    from agentstate.services import resumes
-
     queued = 0
     for name, run_id in resumes.ready():
         try:
-            registered(name or "")
+            contrib.registered(name or "")
         except LookupError:
             continue  # a bridge this site does not run: a resume call resumes it
         resume_run.delay(name, run_id)
@@ -153,3 +161,36 @@ def queue_deliveries(delivery_ids: list[int]) -> None:
     """Queue the deliveries an event wrote, once its transaction has committed: handed
     to the broker by a thread of this process, off the caller's path."""
     handoff.put(delivery_ids)
+
+
+def _deliveries_written(sender: Any, delivery_ids: list[int], **kwargs: Any) -> None:
+    queue_deliveries(delivery_ids)
+
+
+def _resume_when_decided(sender: Any, event: Any, instance: Any, **kwargs: Any) -> None:
+    """After a decision commits: if it was the last pending request of a run waiting on
+    a registered bridge, queue ``resume_run`` (which takes the run exactly once)."""
+    names = contrib.registered_names()
+    if instance is None or not names:
+        return
+    pending = ApprovalRequest.objects.filter(run_id=instance.run_id).filter(
+        in_status(ApprovalRequest.Status.PENDING)
+    )
+    if pending.exists():
+        return
+    run_id = instance.run.run_id
+    name = waiting_on(ServiceStore().peek_state(run_id))
+    if name not in names:
+        return
+    try:
+        resume_run.delay(name, run_id)
+    except Exception:  # noqa: BLE001 - the decision stands; a resume call still resumes it
+        logger.warning("could not queue the resumption of run %s", run_id, exc_info=True)
+
+
+def connect() -> None:
+    """Wire the tasks to the core's signals (``AgentStateConfig.ready`` calls this when
+    Celery is installed): webhook deliveries go to the broker after their commit, and
+    a decided run of a registered bridge is queued for ``resume_run``."""
+    signals.deliveries_written.connect(_deliveries_written, dispatch_uid="agentstate.tasks")
+    signals.approval_decided.connect(_resume_when_decided, dispatch_uid="agentstate.tasks")

@@ -19,6 +19,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from agentstate import tools
 from agentstate.services import context
 from agentstate.services.context import Owner, PutResult
 from agentstate.validation import check_key
@@ -117,8 +118,6 @@ class ToolContext:
 
     def call_tool(self, name: str, arguments: dict[str, Any] | str | None) -> str:
         """Run one of ``agentstate.tools``' function tools on this context's scope."""
-        from agentstate import tools
-
         return tools.dispatch(
             name, arguments, scope=self._state.scope, owner=self._state.owner, actor=self.actor
         )

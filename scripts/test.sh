@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run every check: the lock and requirements.txt agree, ruff, migrations,
-# the documentation (mkdocs --strict), mypy and the test suite. The suite runs
-# on SQLite by default, on PostgreSQL when DATABASE_URL is set; Celery's test
-# uses Redis when REDIS_URL is set. Extra arguments go to pytest
+# the documentation (mkdocs --strict), mypy, the layers (lint-imports) and the
+# test suite. The suite runs on SQLite by default, on PostgreSQL when
+# DATABASE_URL is set; Celery's test uses Redis when REDIS_URL is set. Extra arguments go to pytest
 # (scripts/test.sh -k claim -x).
 SYNC="--all-extras --group test --group lint --group docs"
 source "$(dirname "$0")/bootstrap.sh"
@@ -29,4 +29,5 @@ SITE="$(mktemp -d)"
 NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$SITE"
 rm -rf "$SITE"
 mypy
+lint-imports --no-cache
 exec python -m pytest "$@"

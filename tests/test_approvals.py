@@ -5,7 +5,6 @@ from datetime import timedelta
 import pytest
 from django.db.models.functions import Now
 
-from agentstate.backends import Reach
 from agentstate.exceptions import (
     AlreadyDecided,
     ApprovalRequestExpired,
@@ -16,6 +15,7 @@ from agentstate.exceptions import (
 from agentstate.models import ApprovalRequest, Event, Run
 from agentstate.services import approvals, runs
 from agentstate.services.sweep import sweep
+from agentstate.types import Reach
 
 pytestmark = pytest.mark.django_db
 

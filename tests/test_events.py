@@ -6,9 +6,9 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from agentstate import events
-from agentstate.backends import Actor
+from agentstate.backends import events
 from agentstate.models import Event, PausedRun, Run
+from agentstate.types import Actor
 
 pytestmark = pytest.mark.django_db
 

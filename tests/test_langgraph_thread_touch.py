@@ -9,10 +9,10 @@ from django.test import override_settings
 from django.utils import timezone
 from langgraph.checkpoint.base import empty_checkpoint
 
-from agentstate.backends.base import THREAD_TOUCH
 from agentstate.contrib.langgraph import AgentStateSaver
 from agentstate.models import Thread
 from agentstate.services.sweep import sweep
+from agentstate.types import THREAD_TOUCH
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,7 @@ import pytest
 from django.db import connection
 from django.db.models.functions import Now
 
-from agentstate.backends import Reach
-from agentstate.events import json_time
+from agentstate.backends.events import json_time
 from agentstate.exceptions import (
     AlreadyClaimed,
     AlreadyResolved,
@@ -22,6 +21,7 @@ from agentstate.exceptions import (
 from agentstate.models import Event, PausedRun
 from agentstate.services import pauses
 from agentstate.services.sweep import sweep
+from agentstate.types import Reach
 
 pytestmark = pytest.mark.django_db
 

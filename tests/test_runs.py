@@ -4,10 +4,10 @@ import uuid
 
 import pytest
 
-from agentstate.backends import Reach
 from agentstate.exceptions import BadInput, RunExists, RunNotFound
 from agentstate.models import ApprovalCall, ApprovalRecord, Event, Run
 from agentstate.services import runs
+from agentstate.types import Reach
 
 pytestmark = pytest.mark.django_db
 

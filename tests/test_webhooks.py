@@ -12,8 +12,8 @@ import pytest
 from django.db import transaction
 from standardwebhooks import Webhook as Verifier
 
-from agentstate import events
 from agentstate import webhooks as sending
+from agentstate.backends import events
 from agentstate.models import Delivery, Event, Webhook
 from agentstate.services import webhooks
 from tests.webhook_receiver import receiving

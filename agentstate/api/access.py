@@ -20,10 +20,10 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 
-from agentstate.backends import Reach
 from agentstate.exceptions import BadInput
 from agentstate.models import ApprovalRequest, Event, PausedRun
 from agentstate.querysets import EventQuerySet
+from agentstate.types import Reach
 
 if TYPE_CHECKING:
     # What ``request.user`` is: the site's user model (AUTH_USER_MODEL, as

@@ -13,30 +13,9 @@ from django.utils.module_loading import import_string
 
 from agentstate.conf import agentstate_settings
 
-from .base import (
-    Actor,
-    Backend,
-    Blob,
-    BudgetState,
-    Changed,
-    Reach,
-    Records,
-    StoredCheckpoint,
-    Write,
-)
+from .base import Backend, BudgetState, Changed
 
-__all__ = [
-    "Actor",
-    "Backend",
-    "Blob",
-    "BudgetState",
-    "Changed",
-    "Reach",
-    "Records",
-    "StoredCheckpoint",
-    "Write",
-    "backend",
-]
+__all__ = ["Backend", "BudgetState", "Changed", "backend"]
 
 BY_VENDOR = {"postgresql": "agentstate.backends.postgresql.PostgreSQLBackend"}
 PORTABLE = "agentstate.backends.orm.ORMBackend"

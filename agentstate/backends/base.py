@@ -29,73 +29,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from agentstate.types import Actor, Blob, Owner, Reach, Records, StoredCheckpoint, Write
+
 if TYPE_CHECKING:
+    from django.db.models import Model
+
     from agentstate.models import ApprovalPolicy, ApprovalRequest, Budget, Event, PausedRun, Run
 
-Records = dict[str, dict[str, bool | list[str]]]
-# The scopes of LangGraph's store (``agentstate.contrib.langgraph.AgentStateStore``): the
-# site's own (no owner) whose key starts with this.
-STORE_PREFIX = "langgraph:"
-Owner = int | str | None
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Reach:
-    """The objects of one caller: those it created (``user_id``) and, for pauses,
-    those it owns (``username``). ``None`` as a reach: every object."""
-
-    user_id: int | None
-    username: str = ""
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who makes a change, as its events record it: the user (``None``: no
-    user, like the sweeper) and the principal's name (``actor``)."""
-
-    user_id: int | None = None
-    name: str = ""
-
-    @classmethod
-    def of(cls, user: Any = None, name: str | None = None) -> Actor:
-        """``user`` (anonymous or none: no user) named ``name``, else by its username."""
-        signed_in = getattr(user, "is_authenticated", False)
-        return cls(
-            user.pk if signed_in else None, name or (user.get_username() if signed_in else "")
-        )
-
-
-# Who the sweep's changes are recorded as: no user.
-SWEEPER = Actor(name="sweeper")
-
-
-# How old a LangGraph thread's ``updated_at`` may be before a put sets it again (an
-# index entry each time); the sweep of ``THREAD_TTL`` waits this much longer.
-THREAD_TOUCH = timedelta(minutes=1)
-
-# A channel's value put with a checkpoint: (channel, version, serde type, bytes);
-# type "empty" with no bytes: the channel was emptied.
-Blob = tuple[str, str, str, bytes | None]
-# A pending write: (idx, channel, serde type, bytes).
-Write = tuple[int, str, str, bytes]
-
-
-@dataclass(frozen=True)
-class StoredCheckpoint:
-    """A LangGraph checkpoint as a backend reads it back: the checkpoint (JSON,
-    without channel values), its metadata, the values of its channel versions
-    (``(channel, type, bytes)``, empty ones left out) and its pending writes
-    (``(task_id, channel, type, bytes, task_path, idx)``)."""
-
-    thread_id: str
-    checkpoint_ns: str
-    checkpoint_id: str
-    parent_checkpoint_id: str | None
-    checkpoint: dict[str, Any]
-    metadata: dict[str, Any]
-    blobs: list[tuple[str, str, bytes]]
-    writes: list[tuple[str, str, str, bytes, str, int]]
 
 
 @dataclass(frozen=True)
@@ -555,3 +496,11 @@ class Backend(abc.ABC):
     def purge_events(self, size: int, retention: timedelta) -> int:
         """Delete events created more than ``retention`` ago, with their webhook
         deliveries and the deliveries' attempts; how many events."""
+
+    # Authentication (the REST API's tokens: ``agentstate.api.authentication``)
+
+    @abc.abstractmethod
+    def token(self, token_model: type[Model], key: str) -> Any:
+        """The token of ``token_model`` (DRF's ``Token``, or a site's like it) whose key
+        is ``key``, with its ``user`` read too, or ``None``. The API checks that the
+        user is active; a backend may fill the user's permission caches."""

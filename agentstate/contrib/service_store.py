@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-from agentstate.contrib.core import STATE_SCOPE, Call, Question, Review, UsageDelta
+from agentstate.contrib import resumes
+from agentstate.contrib.kept import STATE_SCOPE, Call, Question, Review, UsageDelta
 from agentstate.exceptions import RunExists
 from agentstate.models import ApprovalRequest
-from agentstate.services import approvals, pauses, resumes, runs
+from agentstate.services import approvals, pauses, runs
 from agentstate.services import context as variables
 
 __all__ = ["ServiceStore"]
@@ -74,7 +75,7 @@ class ServiceStore:
 
     def take_state(self, run_id: str) -> str | None:
         """Pop the state under a lease, so that a process killed while it resumes leaves
-        the run to be resumed again (``agentstate.services.resumes``)."""
+        the run to be resumed again (``agentstate.contrib.resumes``)."""
         return resumes.take(run_id)
 
     def release_state(self, run_id: str) -> None:

@@ -30,7 +30,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from agentstate import events
-from agentstate.backends import Actor, Reach, backend
+from agentstate.backends import backend
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import ApprovalRequestNotFound, BadInput, PolicyNotFound
 from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run
@@ -39,6 +39,7 @@ from agentstate.policies import active as in_force
 from agentstate.querysets import current_status, past_ttl
 from agentstate.records import DECIDED_BY_RECORDS
 from agentstate.services import runs
+from agentstate.types import Actor, Reach
 from agentstate.validation import check_json, check_key
 
 __all__ = [

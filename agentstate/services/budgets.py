@@ -26,9 +26,10 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 
 from agentstate import events
-from agentstate.backends import Actor, BudgetState, Reach, backend
+from agentstate.backends import BudgetState, backend
 from agentstate.exceptions import BadInput
 from agentstate.models import Budget
+from agentstate.types import Actor, Reach
 from agentstate.validation import text_problem
 
 from .runs import RunRef, run_id_of

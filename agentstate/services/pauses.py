@@ -25,10 +25,11 @@ from django.db.models import Case, CharField, F, Q, QuerySet, Value, When
 from django.db.models.functions import Now
 
 from agentstate import events
-from agentstate.backends import Actor, Changed, Reach, backend
+from agentstate.backends import Changed, backend
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import BadInput
 from agentstate.models import PausedRun
+from agentstate.types import Actor, Reach
 from agentstate.validation import check_json, check_key
 
 Status = PausedRun.Status

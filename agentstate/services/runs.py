@@ -24,7 +24,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 
 from agentstate import events
-from agentstate.backends import Actor, Reach, Records, backend
+from agentstate.backends import backend
 from agentstate.exceptions import BadInput, RunNotFound
 from agentstate.models import Run
 from agentstate.records import (
@@ -34,6 +34,7 @@ from agentstate.records import (
     decide_from,
     record_json,
 )
+from agentstate.types import Actor, Reach, Records
 from agentstate.validation import RUN_ID_RE, check_json, check_key, check_run_id, text_problem
 
 __all__ = [

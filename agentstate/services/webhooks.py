@@ -1,8 +1,9 @@
 """Webhooks: subscriptions, the outbox of deliveries, and sending them.
 
 Every event a webhook wants gets a ``Delivery`` row in the event's own
-transaction (``outbox``), so nothing is lost between a commit and a crash.
-After the commit, a Celery task sends each one (``deliver``); a delivery
+transaction (the backends' outbox, ``agentstate.backends.events``), so nothing
+is lost between a commit and a crash. After the commit, a Celery task sends
+each one (``deliver``); a delivery
 that fails is tried again with exponential backoff and jitter, up to
 ``WEBHOOK_ATTEMPTS``, every attempt kept. The beat task (``due``) sends
 whatever a lost broker message or a killed worker left behind: a delivery is
@@ -17,7 +18,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import F, QuerySet
 from django.db.models.functions import Now
 
@@ -79,33 +80,6 @@ def delete_webhook(pk: int) -> None:
     deleted, _ = Webhook.objects.filter(pk=pk).delete()
     if not deleted:
         raise WebhookNotFound(f"Webhook {pk} not found.")
-
-
-def outbox(events: list[Event], alias: str) -> list[int]:
-    """The webhook deliveries of ``events`` (saved, in the caller's transaction): their
-    ids, each event's also in ``event.delivery_ids``.
-
-    Every active webhook that wants an event's kind (or every kind) gets one. On
-    PostgreSQL the outbox trigger of the event table has written them (whoever
-    inserted the events) and they are only read here; elsewhere they are written here.
-    """
-    if connections[alias].vendor == "postgresql":
-        saved = list(
-            Delivery.objects.using(alias).filter(event__in=events).values_list("pk", "event_id")
-        )
-    else:
-        active = list(Webhook.objects.using(alias).filter(active=True).values_list("pk", "kinds"))
-        rows = [
-            Delivery(webhook_id=pk, event=event)
-            for event in events
-            for pk, kinds in active
-            if not kinds or event.kind in kinds
-        ]
-        created = Delivery.objects.using(alias).bulk_create(rows) if rows else []
-        saved = [(row.pk, row.event_id) for row in created]
-    for event in events:
-        event.delivery_ids = [pk for pk, event_id in saved if event_id == event.pk]
-    return [pk for pk, _ in saved]
 
 
 def body(event: Event) -> bytes:

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from agentstate.contrib import core
+from agentstate.contrib import core, resumes
 from agentstate.models import ApprovalRequest, Run
-from agentstate.services import approvals, context, resumes
+from agentstate.services import approvals, context
 from tests.faults.processes import figures, start_beat, start_worker, wait_until, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)

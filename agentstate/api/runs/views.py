@@ -25,10 +25,10 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from agentstate.backends import Reach, Records
 from agentstate.exceptions import ApprovalRequestNotFound
 from agentstate.models import ApprovalRequest
 from agentstate.services import approvals, runs
+from agentstate.types import Reach, Records
 from agentstate.validation import check_run_id
 
 from ..access import reach, require, visible_requests

@@ -10,6 +10,7 @@ serialize writers instead. Creation races are settled by upserts
 
 from agentstate.backends.base import Backend
 
+from .auth import AuthOperations
 from .budgets import BudgetOperations
 from .checkpoints import CheckpointOperations
 from .context import ContextOperations
@@ -20,6 +21,7 @@ from .sweep import SweepOperations
 
 
 class ORMBackend(
+    AuthOperations,
     StoreOperations,
     ContextOperations,
     PauseOperations,

@@ -17,10 +17,11 @@ from typing import Any
 from django.db.models import QuerySet
 from django.db.models.functions import Now, TruncDay, TruncMonth
 
-from agentstate import events
-from agentstate.backends.base import Actor, BudgetState, Changed, Reach
+from agentstate.backends import events
+from agentstate.backends.base import BudgetState, Changed
 from agentstate.exceptions import BudgetExceeded, UserNotFound
 from agentstate.models import Budget, Event, Run
+from agentstate.types import Actor, Reach
 
 from .operations import Operations
 

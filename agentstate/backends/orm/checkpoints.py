@@ -8,9 +8,9 @@ from typing import Any
 from django.db.models import Max, Q
 from django.db.models.functions import Now
 
-from agentstate.backends.base import THREAD_TOUCH, Blob, StoredCheckpoint, Write
 from agentstate.exceptions import HistoryForked
 from agentstate.models import Checkpoint, CheckpointBlob, CheckpointWrite, Thread
+from agentstate.types import THREAD_TOUCH, Blob, StoredCheckpoint, Write
 
 from .operations import Operations
 

@@ -2,7 +2,6 @@
 
 from typing import Any, cast
 
-from agentstate.backends.base import Owner
 from agentstate.exceptions import (
     ScopeNotFound,
     TypeConflict,
@@ -11,6 +10,7 @@ from agentstate.exceptions import (
     VersionMismatch,
 )
 from agentstate.models import Element, Scope, Variable
+from agentstate.types import Owner
 
 from .operations import Operations
 

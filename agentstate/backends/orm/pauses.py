@@ -13,8 +13,8 @@ from typing import Any, cast
 from django.db.models import DateTimeField, ExpressionWrapper, Value
 from django.db.models.functions import Now
 
-from agentstate import events
-from agentstate.backends.base import Actor, Changed, Reach
+from agentstate.backends import events
+from agentstate.backends.base import Changed
 from agentstate.exceptions import (
     AlreadyClaimed,
     AlreadyResolved,
@@ -25,6 +25,7 @@ from agentstate.exceptions import (
     QuestionSuperseded,
 )
 from agentstate.models import Event, PausedRun
+from agentstate.types import Actor, Reach
 
 from .operations import Operations
 

@@ -14,12 +14,13 @@ from django.contrib.auth import get_user_model
 from django.db.models import Q
 from django.utils import timezone
 
-from agentstate import events
-from agentstate.backends.base import Actor, Changed, Owner
-from agentstate.events import json_time
+from agentstate.backends import events
+from agentstate.backends.base import Changed
+from agentstate.backends.events import json_time
 from agentstate.exceptions import AlreadyRevoked, PolicyNotFound, UnknownOwner
 from agentstate.models import ApprovalPolicy, Run
 from agentstate.policies import active, matches
+from agentstate.types import Actor, Owner
 
 from .operations import Operations
 

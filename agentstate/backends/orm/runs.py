@@ -14,8 +14,8 @@ from typing import Any, cast
 
 from django.db.models.functions import Now
 
-from agentstate import events
-from agentstate.backends.base import Actor, Changed, Reach, Records
+from agentstate.backends import events
+from agentstate.backends.base import Changed
 from agentstate.exceptions import (
     AlreadyDecided,
     ApprovalRequestExpired,
@@ -35,6 +35,7 @@ from agentstate.records import (
     decided_always,
     record_json,
 )
+from agentstate.types import Actor, Reach, Records
 
 from .budgets import COUNTERS, refuse_past_caps, roll_over, with_period_bounds
 from .policies import PolicyOperations

@@ -10,8 +10,8 @@ from datetime import timedelta
 
 from django.db.models.functions import Now
 
-from agentstate import events
-from agentstate.backends.base import STORE_PREFIX, SWEEPER, Changed
+from agentstate.backends import events
+from agentstate.backends.base import Changed
 from agentstate.models import (
     ApprovalRequest,
     Delivery,
@@ -21,6 +21,7 @@ from agentstate.models import (
     PausedRun,
     Variable,
 )
+from agentstate.types import STORE_PREFIX, SWEEPER
 
 from .operations import Operations
 

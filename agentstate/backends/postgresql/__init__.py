@@ -23,6 +23,7 @@ from agentstate.backends.base import Backend
 from agentstate.db import call, call_row
 from agentstate.exceptions import refusal
 
+from .auth import AuthOperations
 from .budgets import BudgetOperations
 from .checkpoints import CheckpointOperations
 from .context import ContextOperations
@@ -37,6 +38,7 @@ REFUSED = "AS001"
 
 
 class PostgreSQLBackend(
+    AuthOperations,
     ContextOperations,
     PauseOperations,
     PolicyOperations,

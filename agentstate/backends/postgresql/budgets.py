@@ -6,10 +6,11 @@ from typing import Any
 
 from django.db.models import DateTimeField
 
-from agentstate.backends.base import Actor, BudgetState, Changed, Reach
+from agentstate.backends.base import BudgetState, Changed
+from agentstate.backends.events import from_json as events_from_json
 from agentstate.db import Json, from_json
-from agentstate.events import from_json as events_from_json
 from agentstate.models import Budget
+from agentstate.types import Actor, Reach
 
 COUNTERS = Budget.COUNTERS
 

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
-from agentstate.backends.base import Blob, StoredCheckpoint, Write
 from agentstate.backends.orm.checkpoints import CheckpointOperations as ORMCheckpointOperations
 from agentstate.db import Array, Json
+from agentstate.types import Blob, StoredCheckpoint, Write
 
 
 class CheckpointOperations(ORMCheckpointOperations):

@@ -3,8 +3,8 @@
 from collections.abc import Callable
 from typing import Any, cast
 
-from agentstate.backends.base import Owner
 from agentstate.db import Json
+from agentstate.types import Owner
 
 
 def _owner(owner: Owner) -> dict[str, Any]:

@@ -5,10 +5,11 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from agentstate.backends.base import Actor, Changed, Reach
+from agentstate.backends.base import Changed
+from agentstate.backends.events import from_json as events_from_json
 from agentstate.db import Json, from_json
-from agentstate.events import from_json as events_from_json
 from agentstate.models import PausedRun
+from agentstate.types import Actor, Reach
 
 
 def reach_args(reach: Reach | None) -> dict[str, Any]:

@@ -4,10 +4,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from agentstate.backends.base import Actor, Changed, Owner
+from agentstate.backends.base import Changed
+from agentstate.backends.events import from_json as events_from_json
 from agentstate.db import Json, from_json
-from agentstate.events import from_json as events_from_json
 from agentstate.models import ApprovalPolicy
+from agentstate.types import Actor, Owner
 
 
 class PolicyOperations:

@@ -4,12 +4,13 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
-from agentstate.backends.base import Actor, Changed, Reach, Records
+from agentstate.backends.base import Changed
+from agentstate.backends.events import from_json as events_from_json
 from agentstate.db import Json, from_json
-from agentstate.events import from_json as events_from_json
 from agentstate.models import ApprovalRequest, Run
 from agentstate.policies import DECIDED_BY_POLICY, POLICY_ACTOR
 from agentstate.records import DECIDED_BY_RECORDS
+from agentstate.types import Actor, Reach, Records
 
 
 def _creator(reach: Reach | None) -> int | None:

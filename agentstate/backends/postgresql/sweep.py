@@ -4,8 +4,9 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
-from agentstate.backends.base import STORE_PREFIX, SWEEPER, Changed
-from agentstate.events import from_json
+from agentstate.backends.base import Changed
+from agentstate.backends.events import from_json
+from agentstate.types import STORE_PREFIX, SWEEPER
 
 
 class SweepOperations:

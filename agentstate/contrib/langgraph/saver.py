@@ -37,7 +37,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from agentstate.backends import Backend, Blob, StoredCheckpoint, Write, backend
+from agentstate.backends import Backend, backend
+from agentstate.types import Blob, StoredCheckpoint, Write
 
 from .connections import Borrowed
 

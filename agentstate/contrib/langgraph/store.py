@@ -44,10 +44,10 @@ from langgraph.store.base import (
 )
 
 from agentstate.backends import Backend, backend
-from agentstate.backends.base import STORE_PREFIX
 from agentstate.exceptions import NotFound
 from agentstate.models import Variable
 from agentstate.services.sweep import purge_store_items
+from agentstate.types import STORE_PREFIX
 from agentstate.validation import check_key
 
 PREFIX = STORE_PREFIX

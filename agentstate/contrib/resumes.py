@@ -27,7 +27,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from agentstate.conf import agentstate_settings
-from agentstate.contrib.core import STATE_SCOPE, waiting_on
+from agentstate.contrib.kept import STATE_SCOPE, waiting_on
 from agentstate.exceptions import ScopeNotFound, VariableNotFound, VersionMismatch
 from agentstate.models import ApprovalRequest, Variable
 from agentstate.services import context
