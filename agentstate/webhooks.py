@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import http.client
 import ipaddress
+import re
 import secrets
 import socket
 import ssl
@@ -31,6 +32,21 @@ from agentstate.exceptions import BadInput
 
 SECRET_PREFIX = "whsec_"
 SCHEMES = {"http": 80, "https": 443}
+
+# What ``check_url`` accepts, as patterns: the characters of a URI (RFC 3986, others
+# percent-encoded), a host name's labels, a port.
+_URI_CHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?\[\]]|%[0-9A-Fa-f]{2})"
+_URI = re.compile(rf"(?:{_URI_CHAR}|#)*")
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
+_PORT = r"(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+_REST = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/?]|%[0-9A-Fa-f]{2})"
+URL_PATTERN = (
+    rf"^[Hh][Tt][Tt][Pp][Ss]?://{_HOST_NAME.pattern}(?::{_PORT})?"
+    rf"(?:[/?]{_REST}*)?(?:#{_REST}*)?$"
+)
+"""The URLs ``check_url`` accepts, bar a user name and an IPv6 address, as one pattern
+(what the API's schema states)."""
 
 
 class RefusedTarget(BadInput):
@@ -56,11 +72,29 @@ def signature(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
 
 def check_url(url: str) -> None:
     """A URL that could be a webhook's (scheme and host), before any DNS look-up."""
+    if not _URI.fullmatch(url):
+        raise RefusedTarget(
+            "url: a URL is printable ASCII without spaces (percent-encode the rest).", field="url"
+        )
     parts = urlsplit(url)
     if parts.scheme not in SCHEMES:
         raise RefusedTarget("url: only http and https URLs can be webhooks.", field="url")
     if not parts.hostname:
         raise RefusedTarget("url: the URL names no host.", field="url")
+    if not _HOST_NAME.fullmatch(parts.hostname) and not _is_address(parts.hostname):
+        raise RefusedTarget("url: the host is no host name or IP address.", field="url")
+    try:
+        parts.port  # noqa: B018 - read for its check
+    except ValueError:
+        raise RefusedTarget("url: the port is not a number from 0 to 65535.", field="url") from None
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def resolve(url: str, allow_private: bool) -> str:

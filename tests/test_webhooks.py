@@ -1,6 +1,7 @@
 """Webhooks: signed the Standard Webhooks way, refused targets, retries, the REST API."""
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -73,6 +74,12 @@ def test_the_signature_verifies_with_the_standard_webhooks_library():
         "http://[::1]/hook",
         "http://[fe80::1]/hook",
         "http:///nohost",
+        "HtTP://\u009e",  # a control character for a host
+        "http://exa mple.com/hook",
+        "http://example.com/h\u00e9",  # not percent-encoded
+        "http://example.com/%zz",
+        "http://-example.com/hook",
+        "http://example.com:99999/hook",
     ],
 )
 def test_refused_targets(settings, url):
@@ -81,6 +88,17 @@ def test_refused_targets(settings, url):
         webhooks.create_webhook(url)
     assert refused.value.field == "url"
     assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://example.com:8443/a/b?c=1&d=%20#top", "http://EXAMPLE.com.", "http://93.184.216.34/"],
+)
+def test_what_the_schema_states_is_accepted(settings, url):
+    """The API schema's URL pattern admits only URLs the server accepts."""
+    settings.AGENTSTATE = {"WEBHOOK_ALLOW_PRIVATE": True}
+    assert re.fullmatch(sending.URL_PATTERN, url)
+    assert webhooks.create_webhook(url).url == url
 
 
 def test_a_target_is_checked_again_at_every_attempt(settings):

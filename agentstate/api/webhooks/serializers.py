@@ -4,17 +4,15 @@ from rest_framework import serializers
 
 from agentstate.models import Delivery, DeliveryAttempt, Webhook
 from agentstate.services.webhooks import KINDS
+from agentstate.webhooks import URL_PATTERN
 
 from ..fields import QuerySerializer, StrictBooleanField, StrictCharField, StrictSerializer
-
-URL_PATTERN = r"^[Hh][Tt][Tt][Pp][Ss]?://[^\u0000\s/?#@:\[\]]+(:[0-9]{1,5})?([/?#][^\u0000]*)?$"
 
 
 class WebhookCreate(StrictSerializer):
     url = StrictCharField(
         max_length=2000,
         help_text="An http or https URL.",
-        # check_url's rule: the scheme http or https, and a host.
         openapi={"pattern": URL_PATTERN},
     )
     kinds = serializers.ListField(
