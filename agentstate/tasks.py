@@ -29,6 +29,8 @@ try:
 except ImportError as error:
     raise missing("celery", "agentstate.tasks", error) from error
 
+from django.db import InterfaceError, OperationalError  # noqa: E402
+
 from agentstate import contrib, signals  # noqa: E402
 from agentstate.contrib import resumes  # noqa: E402
 from agentstate.contrib.kept import waiting_on  # noqa: E402
@@ -39,6 +41,16 @@ from agentstate.services.approvals import in_status  # noqa: E402
 from agentstate.services.sweep import sweep  # noqa: E402
 
 logger = logging.getLogger(__name__)
+
+# A task carrying work (a delivery, a resume) that meets the database unreachable
+# is retried, with backoff (about 1, 2, 4 ... up to 60 s, jittered), for about ten
+# minutes; after that its work still waits in the database for the beat tasks.
+RETRY_WHEN_DATABASE_DOWN = {
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": True,
+    "retry_backoff_max": 60,
+    "max_retries": 12,
+}
 
 
 @shared_task(name="agentstate.tasks.expire_pauses", ignore_result=True)
@@ -52,6 +64,7 @@ def expire_pauses() -> dict[str, int]:
     ignore_result=True,
     acks_late=True,
     reject_on_worker_lost=True,
+    **RETRY_WHEN_DATABASE_DOWN,
 )
 def deliver_webhook(delivery_id: int) -> None:
     """Send one webhook delivery; a failure schedules the next try."""
@@ -75,6 +88,7 @@ def send_webhooks() -> int:
     ignore_result=True,
     acks_late=True,
     reject_on_worker_lost=True,
+    **RETRY_WHEN_DATABASE_DOWN,
 )
 def resume_run(bridge: str, run_id: str) -> str:
     """Resume a decided run with the bridge registered as ``bridge``
