@@ -8,10 +8,13 @@ from django.db.models import Case, CharField, F, Q, Value, When
 from django.db.models.expressions import Combinable
 from django.db.models.functions import Now
 
+# The choices module only: the models import this one.
+from agentstate.models.choices import PauseStatus, RequestStatus
+
 
 class PausedRunQuerySet(models.QuerySet):
     def pending(self) -> Self:
-        return self.filter(status="pending")
+        return self.filter(status=PauseStatus.PENDING)
 
     def past_expiry(self) -> Self:
         """Past ``expires_at`` by the database clock."""
@@ -20,26 +23,26 @@ class PausedRunQuerySet(models.QuerySet):
     def finished_before(self, cutoff: datetime | Combinable) -> Self:
         """Resolved or expired pauses last changed before ``cutoff``."""
         return self.filter(
-            models.Q(status="resolved", resolved_at__lt=cutoff)
-            | models.Q(status="expired", expires_at__lt=cutoff)
+            models.Q(status=PauseStatus.RESOLVED, resolved_at__lt=cutoff)
+            | models.Q(status=PauseStatus.EXPIRED, expires_at__lt=cutoff)
         )
 
 
 def past_ttl(ttl: timedelta) -> Q:
     """Pending requests older than ``ttl`` by the database clock: expired, swept or not."""
-    return Q(status="pending", created_at__lte=Now() - ttl)
+    return Q(status=RequestStatus.PENDING, created_at__lte=Now() - ttl)
 
 
 def current_status(ttl: timedelta) -> Case:
     """A request's status as ``decide`` sees it: a pending one past ``ttl`` is ``expired``."""
     return Case(
-        When(past_ttl(ttl), then=Value("expired")), default=F("status"), output_field=CharField()
+        When(past_ttl(ttl), then=Value(RequestStatus.EXPIRED)), default=F("status"), output_field=CharField()
     )
 
 
 class ApprovalRequestQuerySet(models.QuerySet):
     def pending(self) -> Self:
-        return self.filter(status="pending")
+        return self.filter(status=RequestStatus.PENDING)
 
     def with_current_status(self, ttl: timedelta) -> Self:
         """Annotated with ``current_status`` (see ``current_status``)."""

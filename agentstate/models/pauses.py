@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 from agentstate.querysets import PausedRunQuerySet
 
 from .base import KEY_LENGTH, where_set
+from .choices import PauseStatus
 
 
 class PausedRun(models.Model):
@@ -19,11 +20,7 @@ class PausedRun(models.Model):
     # How events and the admin name a pause: ``chat_id#tool_call_id``.
     OBJECT_ID_SEPARATOR = "#"
 
-    class Status(models.TextChoices):
-        PENDING = "pending", _("pending")
-        CLAIMED = "claimed", _("claimed")
-        RESOLVED = "resolved", _("resolved")
-        EXPIRED = "expired", _("expired")
+    Status = PauseStatus
 
     chat_id = models.CharField(_("chat id"), max_length=KEY_LENGTH)
     tool_call_id = models.CharField(_("tool call id"), max_length=KEY_LENGTH)
@@ -61,7 +58,7 @@ class PausedRun(models.Model):
                 fields=["chat_id", "tool_call_id"], name="agentstate_pause_chat_call"
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["pending", "claimed", "resolved", "expired"]),
+                condition=Q(status__in=PauseStatus.values),
                 name="agentstate_pause_status_valid",
             ),
         ]
@@ -69,17 +66,17 @@ class PausedRun(models.Model):
             # Partial, so that a claim (pending to claimed) adds no entry to them.
             models.Index(
                 fields=["expires_at"],
-                condition=Q(status="pending"),
+                condition=Q(status=PauseStatus.PENDING),
                 name="agentstate_pause_sweep",
             ),
             models.Index(
                 fields=["resolved_at"],
-                condition=Q(status="resolved"),
+                condition=Q(status=PauseStatus.RESOLVED),
                 name="agentstate_pause_retention",
             ),
             models.Index(
                 fields=["expires_at"],
-                condition=Q(status="expired"),
+                condition=Q(status=PauseStatus.EXPIRED),
                 name="agentstate_pause_expired",
             ),
             models.Index(fields=["owner", "status"], name="agentstate_pause_owner"),

@@ -7,6 +7,7 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from .base import KEY_LENGTH, where_set
+from .choices import BudgetPeriod, Decision
 from .runs import USAGE_FIELDS, Run
 
 
@@ -15,9 +16,7 @@ class ApprovalPolicy(models.Model):
     (none: every user's) whose arguments contain ``arguments`` are approved or
     rejected without asking anyone, until the policy expires or is revoked."""
 
-    class Decision(models.TextChoices):
-        APPROVE = "approve", _("approve")
-        REJECT = "reject", _("reject")
+    Decision = Decision
 
     tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
     user = models.ForeignKey(
@@ -69,7 +68,7 @@ class ApprovalPolicy(models.Model):
         ordering = ["-created_at", "-pk"]
         constraints = [
             models.CheckConstraint(
-                condition=Q(decision__in=["approve", "reject"]),
+                condition=Q(decision__in=Decision.values),
                 name="agentstate_policy_decision_valid",
             ),
         ]
@@ -100,9 +99,7 @@ class Budget(models.Model):
     # reasoning tokens are parts of the input and output tokens).
     COUNTERS = USAGE_FIELDS[:4]
 
-    class Period(models.TextChoices):
-        DAY = "day", _("day")
-        MONTH = "month", _("month")
+    Period = BudgetPeriod
 
     run = models.OneToOneField(
         Run,
@@ -146,7 +143,8 @@ class Budget(models.Model):
                 name="agentstate_budget_run_or_user",
             ),
             models.CheckConstraint(
-                condition=Q(period__in=["", "day", "month"]), name="agentstate_budget_period_valid"
+                condition=Q(period__in=["", *BudgetPeriod.values]),
+                name="agentstate_budget_period_valid",
             ),
         ]
 

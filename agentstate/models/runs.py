@@ -11,6 +11,7 @@ from django.utils.translation import gettext_lazy as _
 from agentstate.querysets import ApprovalRequestQuerySet
 
 from .base import KEY_LENGTH, RUN_ID_LENGTH, where_set
+from .choices import Decision, RequestStatus
 
 if TYPE_CHECKING:
     from agentstate.backends.base import Records
@@ -109,9 +110,7 @@ class ApprovalRecord(models.Model):
 class ApprovalCall(models.Model):
     """One call id in a record's ``approved`` or ``rejected`` list: who, when, why."""
 
-    class Decision(models.TextChoices):
-        APPROVE = "approve", _("approve")
-        REJECT = "reject", _("reject")
+    Decision = Decision
 
     record = models.ForeignKey(
         ApprovalRecord, on_delete=models.CASCADE, related_name="calls", db_index=False
@@ -138,7 +137,7 @@ class ApprovalCall(models.Model):
                 fields=["record", "decision", "call_id"], name="agentstate_call_unique"
             ),
             models.CheckConstraint(
-                condition=Q(decision__in=["approve", "reject"]),
+                condition=Q(decision__in=Decision.values),
                 name="agentstate_call_decision_valid",
             ),
         ]
@@ -147,11 +146,7 @@ class ApprovalCall(models.Model):
 class ApprovalRequest(models.Model):
     """A tool call waiting for a reviewer: the review queue."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending", _("pending")
-        APPROVED = "approved", _("approved")
-        REJECTED = "rejected", _("rejected")
-        EXPIRED = "expired", _("expired")
+    Status = RequestStatus
 
     run = models.ForeignKey(
         Run,
@@ -212,7 +207,7 @@ class ApprovalRequest(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "call_id"], name="agentstate_request_run_call"),
             models.CheckConstraint(
-                condition=Q(status__in=["pending", "approved", "rejected", "expired"]),
+                condition=Q(status__in=RequestStatus.values),
                 name="agentstate_request_status_valid",
             ),
         ]

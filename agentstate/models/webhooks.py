@@ -6,6 +6,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from .choices import DeliveryStatus
 from .events import Event
 
 
@@ -41,10 +42,7 @@ class Webhook(models.Model):
 class Delivery(models.Model):
     """One event for one webhook: the outbox row, written in the event's transaction."""
 
-    class Status(models.TextChoices):
-        PENDING = "pending", _("pending")
-        DELIVERED = "delivered", _("delivered")
-        FAILED = "failed", _("failed")
+    Status = DeliveryStatus
 
     webhook = models.ForeignKey(
         Webhook,
@@ -71,7 +69,7 @@ class Delivery(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["webhook", "event"], name="agentstate_delivery_once"),
             models.CheckConstraint(
-                condition=Q(status__in=["pending", "delivered", "failed"]),
+                condition=Q(status__in=DeliveryStatus.values),
                 name="agentstate_delivery_status_valid",
             ),
         ]
@@ -79,7 +77,7 @@ class Delivery(models.Model):
             # What the sender picks up: pending deliveries that are due.
             models.Index(
                 fields=["next_attempt_at"],
-                condition=Q(status="pending"),
+                condition=Q(status=DeliveryStatus.PENDING),
                 name="agentstate_delivery_due",
             ),
         ]

@@ -58,7 +58,8 @@ __all__ = [
 ]
 
 Status = ApprovalRequest.Status
-DECISIONS = {"approve": Status.APPROVED, "reject": Status.REJECTED}
+Decision = ApprovalPolicy.Decision
+DECISIONS = {Decision.APPROVE: Status.APPROVED, Decision.REJECT: Status.REJECTED}
 # The largest request id (a 64-bit key): a larger one names no request.
 MAX_ID = 2**63 - 1
 
@@ -164,7 +165,7 @@ def decide(
     if not isinstance(always, bool):
         raise BadInput("always must be true or false.", field="always")
     reason = runs.check_reason(reason)
-    if arguments is not None and decision != "approve":
+    if arguments is not None and decision != Decision.APPROVE:
         raise BadInput("arguments can be edited only when approving.", field="arguments")
     check_json(arguments, "arguments", agentstate_settings.MAX_JSON_DEPTH)
     pk = request.pk if isinstance(request, ApprovalRequest) else request
@@ -172,7 +173,7 @@ def decide(
         raise ApprovalRequestNotFound.of(id=pk)
     changed = backend().decide(
         pk,
-        decision == "approve",
+        decision == Decision.APPROVE,
         always,
         reason,
         arguments,
@@ -243,7 +244,7 @@ def create_policy(
         check_key(user, "user")
     changed = backend().create_policy(
         tool_name,
-        decision == "approve",
+        decision == Decision.APPROVE,
         _policy_user(user),
         arguments,
         _expiry(expires_at),

@@ -26,7 +26,7 @@ from django.contrib.auth.models import AnonymousUser
 from agentstate import events
 from agentstate.backends import Actor, Reach, Records, backend
 from agentstate.exceptions import BadInput, RunNotFound
-from agentstate.models import Run
+from agentstate.models import USAGE_FIELDS, Run
 from agentstate.records import (
     APPROVE,
     REJECT,
@@ -170,15 +170,10 @@ def add_usage(
         total_tokens = _increment("input_tokens", input_tokens) + _increment(
             "output_tokens", output_tokens
         )
-    given = {
-        "requests": requests,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "total_tokens": total_tokens,
-        "cached_tokens": cached_tokens,
-        "reasoning_tokens": reasoning_tokens,
+    given = (requests, input_tokens, output_tokens, total_tokens, cached_tokens, reasoning_tokens)
+    increments = {
+        name: _increment(name, value) for name, value in zip(USAGE_FIELDS, given, strict=True)
     }
-    increments = {name: _increment(name, value) for name, value in given.items()}
     usage = backend().add_usage(run_id_of(run), increments, reach)
     if isinstance(run, Run):
         for name, value in usage.items():
