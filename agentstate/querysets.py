@@ -36,7 +36,9 @@ def past_ttl(ttl: timedelta) -> Q:
 def current_status(ttl: timedelta) -> Case:
     """A request's status as ``decide`` sees it: a pending one past ``ttl`` is ``expired``."""
     return Case(
-        When(past_ttl(ttl), then=Value(RequestStatus.EXPIRED)), default=F("status"), output_field=CharField()
+        When(past_ttl(ttl), then=Value(RequestStatus.EXPIRED)),
+        default=F("status"),
+        output_field=CharField(),
     )
 
 

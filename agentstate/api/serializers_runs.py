@@ -149,7 +149,10 @@ class DecideRequest(StrictSerializer):
     )
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
-        if data.get("arguments") is not None and data["decision"] != ApprovalPolicy.Decision.APPROVE:
+        if (
+            data.get("arguments") is not None
+            and data["decision"] != ApprovalPolicy.Decision.APPROVE
+        ):
             raise serializers.ValidationError(
                 {"arguments": ["Arguments can be edited only when approving."]}
             )
