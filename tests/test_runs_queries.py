@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only
 @pytest.fixture
 def run(alice) -> Run:
     made = runs.create_run("run-1", {"ticket": 1}, user=alice)
-    runs.approve(made, "mail", "c0", user=alice)
+    runs.approve(made, "mail", "c0", by=alice)
     return made
 
 

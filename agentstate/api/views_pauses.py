@@ -97,7 +97,7 @@ class PausesView(AgentStateAPIView):
             acting_owner(request, d["owner"], "add_pausedrun"),
             d["payload"],
             d.get("ttl_seconds"),
-            user=request.user,
+            by=request.user,
             reach=changing_reach(request.user),
         )
         return Response(s.PauseSerializer(pause).data, status=status.HTTP_201_CREATED)
@@ -114,7 +114,7 @@ class ClaimView(AgentStateAPIView):
             d["tool_call_id"],
             acting_owner(request, d.get("owner"), "change_pausedrun"),
             d["question_id"],
-            user=request.user,
+            by=request.user,
         )
         return Response(s.PauseSerializer(pause).data)
 
@@ -128,7 +128,7 @@ class ResolveView(AgentStateAPIView):
         pause = pauses.resolve(
             d["chat_id"],
             d["tool_call_id"],
-            user=request.user,
+            by=request.user,
             reach=changing_reach(request.user),
         )
         return Response(s.PauseSerializer(pause).data)
@@ -141,7 +141,7 @@ class CancelView(AgentStateAPIView):
         pauses.cancel(
             d["chat_id"],
             d["tool_call_id"],
-            user=request.user,
+            by=request.user,
             reach=changing_reach(request.user),
         )
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -153,7 +153,7 @@ class ApprovalsView(RunAPIView):
     def put(self, request: Request, run_id: str) -> Response:
         return Response(
             runs.rebuild_approvals(
-                run_id, request.data, user=request.user, reach=changing(request.user)
+                run_id, request.data, by=request.user, reach=changing(request.user)
             )
         )
 
@@ -217,7 +217,7 @@ class RunApprovalRequestsView(RunAPIView):
             d["tool_name"],
             d["call_id"],
             d.get("arguments"),
-            user=request.user,
+            by=request.user,
             reach=changing(request.user),
         )
         return Response(

@@ -197,7 +197,7 @@ class ServiceStore:
     def request_approval(self, run_id: str, call: Call) -> Review:
         from agentstate.services import approvals
 
-        request = approvals.request_approval(run_id, *call, user=self.user)
+        request = approvals.request_approval(run_id, *call, by=self.user)
         return self._review(request)
 
     def reviews(self, run_id: str) -> list[Review]:
@@ -217,23 +217,23 @@ class ServiceStore:
     def ask(self, run_id: str, interrupt_id: str, owner: str, value: Any) -> Question:
         from agentstate.services import pauses
 
-        question_id = pauses.put(run_id, interrupt_id, owner, value, user=self.user)
+        question_id = pauses.put(run_id, interrupt_id, owner, value, by=self.user)
         return Question(interrupt_id, question_id, value)
 
     def claim(self, run_id: str, interrupt_id: str, owner: str, question_id: str) -> None:
         from agentstate.services import pauses
 
-        pauses.claim(run_id, interrupt_id, owner, question_id, user=self.user)
+        pauses.claim(run_id, interrupt_id, owner, question_id, by=self.user)
 
     def resolve(self, run_id: str, interrupt_id: str) -> None:
         from agentstate.services import pauses
 
-        pauses.resolve(run_id, interrupt_id, user=self.user)
+        pauses.resolve(run_id, interrupt_id, by=self.user)
 
     def keep_state(self, run_id: str, saved: str) -> None:
         from agentstate.services import context
 
-        context.put(STATE_SCOPE, run_id, saved, actor="bridge")
+        context.put(STATE_SCOPE, run_id, saved, by="bridge")
 
     def peek_state(self, run_id: str) -> str | None:
         from agentstate.services import context
@@ -245,7 +245,7 @@ class ServiceStore:
         from agentstate.services import context
 
         try:
-            kept: str = context.pop(STATE_SCOPE, run_id, actor="bridge")
+            kept: str = context.pop(STATE_SCOPE, run_id, by="bridge")
         except (ScopeNotFound, VariableNotFound):
             return None
         return kept

@@ -24,7 +24,7 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser
 
 from agentstate import events
-from agentstate.backends import Actor, Reach, Records, backend
+from agentstate.backends import Reach, Records, backend
 from agentstate.exceptions import BadInput, RunNotFound
 from agentstate.models import USAGE_FIELDS, Run
 from agentstate.records import (
@@ -35,6 +35,8 @@ from agentstate.records import (
     record_json,
 )
 from agentstate.validation import RUN_ID_RE, check_json, check_key, check_run_id, text_problem
+
+from .acting import By, acting, takes_by
 
 __all__ = [
     "APPROVE",
@@ -223,7 +225,7 @@ def _decide(
     call_id: str,
     approve: bool,
     always: bool,
-    user: User,
+    by: By,
     reason: str,
     reach: Reach | None,
 ) -> Records:
@@ -239,40 +241,42 @@ def _decide(
         always,
         check_reason(reason),
         reach,
-        Actor.of(user),
+        acting(by),
     )
     events.announce(changed.events, Run, changed.value)
     return changed.value.approvals
 
 
+@takes_by("user")
 def approve(
     run: RunRef,
     tool_name: str,
     call_id: str,
     always: bool = False,
     *,
-    user: User = None,
+    by: By = None,
     reason: str = "",
     reach: Reach | None = None,
 ) -> Records:
     """Approve one call (appended when ``approved`` is a list) or, ``always``, every
     call: ``{"approved": true, "rejected": []}``. Returns the run's records map."""
-    return _decide(run, tool_name, call_id, True, always, user, reason, reach)
+    return _decide(run, tool_name, call_id, True, always, by, reason, reach)
 
 
+@takes_by("user")
 def reject(
     run: RunRef,
     tool_name: str,
     call_id: str,
     always: bool = False,
     *,
-    user: User = None,
+    by: By = None,
     reason: str = "",
     reach: Reach | None = None,
 ) -> Records:
     """Reject one call (appended when ``rejected`` is a list) or, ``always``, every
     call: ``{"approved": false, "rejected": true}``. Returns the run's records map."""
-    return _decide(run, tool_name, call_id, False, always, user, reason, reach)
+    return _decide(run, tool_name, call_id, False, always, by, reason, reach)
 
 
 def check_records(value: Any) -> Records:
@@ -317,13 +321,14 @@ def check_records(value: Any) -> Records:
     return checked
 
 
+@takes_by("user")
 def rebuild_approvals(
-    run: RunRef, value: Any, *, user: User = None, reach: Reach | None = None
+    run: RunRef, value: Any, *, by: By = None, reach: Reach | None = None
 ) -> Records:
     """Replace every approval record of the run with ``value`` (validated first):
     all replaced or, refused, none touched. Returns the run's records map."""
     checked = check_records(value)
-    changed = backend().rebuild_approvals(run_id_of(run), checked, reach, Actor.of(user))
+    changed = backend().rebuild_approvals(run_id_of(run), checked, reach, acting(by))
     events.announce(changed.events, Run, changed.value)
     return changed.value.approvals
 
