@@ -1,8 +1,13 @@
-"""Filters the services, the sweep and the admin share, as QuerySet methods."""
+"""Filters the services, the sweep and the admin share, as QuerySet methods.
+
+Visibility (``own``, ``of_user``): the rows that are a user's own, whatever
+its permissions; who may see more (a model permission) is the caller's rule.
+"""
 
 from datetime import datetime, timedelta
-from typing import Self
+from typing import Any, Self
 
+from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Case, CharField, F, Q, Value, When
 from django.db.models.expressions import Combinable
@@ -13,6 +18,10 @@ from agentstate.models.choices import PauseStatus, RequestStatus
 
 
 class PausedRunQuerySet(models.QuerySet):
+    def own(self, user: Any) -> Self:
+        """The pauses ``user`` created, or owns (its username is their owner)."""
+        return self.filter(Q(created_by=user) | Q(owner=user.get_username()))
+
     def pending(self) -> Self:
         return self.filter(status=PauseStatus.PENDING)
 
@@ -43,6 +52,10 @@ def current_status(ttl: timedelta) -> Case:
 
 
 class ApprovalRequestQuerySet(models.QuerySet):
+    def own(self, user: Any) -> Self:
+        """The requests ``user`` (a signed-in user) filed."""
+        return self.filter(created_by=user)
+
     def pending(self) -> Self:
         return self.filter(status=RequestStatus.PENDING)
 
@@ -53,3 +66,24 @@ class ApprovalRequestQuerySet(models.QuerySet):
     def older_than(self, age: timedelta) -> Self:
         """Created more than ``age`` (a timedelta) ago by the database clock."""
         return self.filter(created_at__lte=Now() - age)
+
+
+class RunQuerySet(models.QuerySet):
+    def own(self, user: Any) -> Self:
+        """The runs ``user`` (a user, or a user's id) created."""
+        return self.filter(created_by=user)
+
+
+class EventQuerySet(models.QuerySet):
+    def own(self, user: Any) -> Self:
+        """The events about objects ``user`` created or owns (copied onto each event,
+        so they stay visible after their object is gone)."""
+        return self.filter(Q(created_by=user) | Q(owner=user.get_username()))
+
+
+class ApprovalPolicyQuerySet(models.QuerySet):
+    def of_user(self, user: Any) -> Self:
+        """The policies for the runs of ``user``: a user, or a username."""
+        if isinstance(user, str):
+            return self.filter(**{f"user__{get_user_model().USERNAME_FIELD}": user})
+        return self.filter(user=user)

@@ -5,6 +5,8 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.querysets import EventQuerySet
+
 from .base import KEY_LENGTH, where_set
 
 
@@ -41,6 +43,8 @@ class Event(models.Model):
     owner = models.CharField(_("object owner"), max_length=KEY_LENGTH, blank=True)
     details = models.JSONField(_("details"), default=dict, blank=True)
     created_at = models.DateTimeField(_("created at"), db_default=Now(), db_index=True)
+
+    objects = EventQuerySet.as_manager()
 
     # Not a column: the ids of the webhook deliveries ``events.save`` wrote with it.
     delivery_ids: list[int]

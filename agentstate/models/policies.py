@@ -6,6 +6,8 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.querysets import ApprovalPolicyQuerySet
+
 from .base import KEY_LENGTH, where_set
 from .choices import BudgetPeriod, Decision
 from .runs import USAGE_FIELDS, Run
@@ -61,6 +63,8 @@ class ApprovalPolicy(models.Model):
         verbose_name=_("revoked by"),
         db_index=False,
     )
+
+    objects = ApprovalPolicyQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("approval policy")

@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
-from agentstate.querysets import ApprovalRequestQuerySet
+from agentstate.querysets import ApprovalRequestQuerySet, RunQuerySet
 
 from .base import KEY_LENGTH, RUN_ID_LENGTH, where_set
 from .choices import Decision, RequestStatus
@@ -50,6 +50,8 @@ class Run(models.Model):
     reasoning_tokens = models.PositiveBigIntegerField(_("reasoning tokens"), default=0)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    objects = RunQuerySet.as_manager()
 
     # Not a column: the approval records map a backend reads with the run it returns.
     approvals: "Records"

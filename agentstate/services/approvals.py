@@ -280,10 +280,8 @@ def policies(
     rows = ApprovalPolicy.objects.all()
     if tool_name is not None:
         rows = rows.filter(tool_name=tool_name)
-    if isinstance(user, str):
-        rows = rows.filter(**{f"user__{get_user_model().USERNAME_FIELD}": user})
-    elif user is not None:
-        rows = rows.filter(user=user)
+    if user is not None:
+        rows = rows.of_user(user)
     if active is not None:
         rows = rows.filter(in_force()) if active else rows.exclude(in_force())
     return rows
