@@ -61,6 +61,24 @@ class PausedRun(models.Model):
                 condition=Q(status__in=PauseStatus.values),
                 name="agentstate_pause_status_valid",
             ),
+            # A pause is claimed once, then resolved; a pending one (put anew) or an
+            # expired one was never claimed.
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=[PauseStatus.CLAIMED, PauseStatus.RESOLVED],
+                    claimed_at__isnull=False,
+                )
+                | Q(
+                    status__in=[PauseStatus.PENDING, PauseStatus.EXPIRED],
+                    claimed_at__isnull=True,
+                ),
+                name="agentstate_pause_claimed_at",
+            ),
+            models.CheckConstraint(
+                condition=Q(status=PauseStatus.RESOLVED, resolved_at__isnull=False)
+                | (~Q(status=PauseStatus.RESOLVED) & Q(resolved_at__isnull=True)),
+                name="agentstate_pause_resolved_at",
+            ),
         ]
         indexes = [
             # Partial, so that a claim (pending to claimed) adds no entry to them.

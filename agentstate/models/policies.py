@@ -75,6 +75,11 @@ class ApprovalPolicy(models.Model):
                 condition=Q(decision__in=Decision.values),
                 name="agentstate_policy_decision_valid",
             ),
+            # who revoked it only with when
+            models.CheckConstraint(
+                condition=Q(revoked_by__isnull=True) | Q(revoked_at__isnull=False),
+                name="agentstate_policy_revoked_at",
+            ),
         ]
         indexes = [
             # what a filed call looks up: the tool's policies not revoked

@@ -212,6 +212,34 @@ class ApprovalRequest(models.Model):
                 condition=Q(status__in=RequestStatus.values),
                 name="agentstate_request_status_valid",
             ),
+            # Decided (approved or rejected) exactly when it has a decided_at; only a
+            # decided request names who or which policy decided it, and only an
+            # approved one keeps edited arguments.
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=[RequestStatus.APPROVED, RequestStatus.REJECTED],
+                    decided_at__isnull=False,
+                )
+                | Q(
+                    status__in=[RequestStatus.PENDING, RequestStatus.EXPIRED],
+                    decided_at__isnull=True,
+                ),
+                name="agentstate_request_decided_at",
+            ),
+            models.CheckConstraint(
+                condition=Q(decided_by__isnull=True)
+                | Q(status__in=[RequestStatus.APPROVED, RequestStatus.REJECTED]),
+                name="agentstate_request_decided_by",
+            ),
+            models.CheckConstraint(
+                condition=Q(policy__isnull=True)
+                | Q(status__in=[RequestStatus.APPROVED, RequestStatus.REJECTED]),
+                name="agentstate_request_policy_decided",
+            ),
+            models.CheckConstraint(
+                condition=Q(approved_arguments__isnull=True) | Q(status=RequestStatus.APPROVED),
+                name="agentstate_request_edit_approved",
+            ),
         ]
         indexes = [
             models.Index(fields=["status", "created_at"], name="agentstate_request_queue"),

@@ -72,6 +72,12 @@ class Delivery(models.Model):
                 condition=Q(status__in=DeliveryStatus.values),
                 name="agentstate_delivery_status_valid",
             ),
+            # delivered exactly when it has a delivered_at
+            models.CheckConstraint(
+                condition=Q(status=DeliveryStatus.DELIVERED, delivered_at__isnull=False)
+                | (~Q(status=DeliveryStatus.DELIVERED) & Q(delivered_at__isnull=True)),
+                name="agentstate_delivery_delivered_at",
+            ),
         ]
         indexes = [
             # What the sender picks up: pending deliveries that are due.
