@@ -171,7 +171,7 @@ class ApprovalChangeView(RunAPIView):
                 d["tool_name"],
                 d["call_id"],
                 d["always"],
-                user=request.user,
+                by=request.user,
                 reach=changing(request.user),
             )
         )
