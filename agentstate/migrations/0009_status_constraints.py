@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='approvalrequest',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('decided_at__isnull', False), ('status__in', ['approved', 'rejected'])), models.Q(('decided_at__isnull', True), ('status__in', ['pending', 'expired'])), _connector='OR'), name='agentstate_request_decided_at'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status__in', ['approved', 'rejected']), ('decided_at__isnull', False)), models.Q(models.Q(('status__in', ['approved', 'rejected']), _negated=True), ('decided_at__isnull', True)), _connector='OR'), name='agentstate_request_decided_at'),
         ),
         migrations.AddConstraint(
             model_name='approvalrequest',
@@ -36,18 +36,18 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='approvalrequest',
-            constraint=models.CheckConstraint(condition=models.Q(('approved_arguments__isnull', True), ('status', 'approved'), _connector='OR'), name='agentstate_request_edit_approved'),
+            constraint=models.CheckConstraint(condition=models.Q(('approved_arguments__isnull', True), ('status__in', ['approved']), _connector='OR'), name='agentstate_request_edit_approved'),
         ),
         migrations.AddConstraint(
             model_name='delivery',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('delivered_at__isnull', False), ('status', 'delivered')), models.Q(models.Q(('status', 'delivered'), _negated=True), ('delivered_at__isnull', True)), _connector='OR'), name='agentstate_delivery_delivered_at'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status__in', ['delivered']), ('delivered_at__isnull', False)), models.Q(models.Q(('status__in', ['delivered']), _negated=True), ('delivered_at__isnull', True)), _connector='OR'), name='agentstate_delivery_delivered_at'),
         ),
         migrations.AddConstraint(
             model_name='pausedrun',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('claimed_at__isnull', False), ('status__in', ['claimed', 'resolved'])), models.Q(('claimed_at__isnull', True), ('status__in', ['pending', 'expired'])), _connector='OR'), name='agentstate_pause_claimed_at'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status__in', ['claimed', 'resolved']), ('claimed_at__isnull', False)), models.Q(models.Q(('status__in', ['claimed', 'resolved']), _negated=True), ('claimed_at__isnull', True)), _connector='OR'), name='agentstate_pause_claimed_at'),
         ),
         migrations.AddConstraint(
             model_name='pausedrun',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('resolved_at__isnull', False), ('status', 'resolved')), models.Q(models.Q(('status', 'resolved'), _negated=True), ('resolved_at__isnull', True)), _connector='OR'), name='agentstate_pause_resolved_at'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status__in', ['resolved']), ('resolved_at__isnull', False)), models.Q(models.Q(('status__in', ['resolved']), _negated=True), ('resolved_at__isnull', True)), _connector='OR'), name='agentstate_pause_resolved_at'),
         ),
     ]

@@ -10,7 +10,7 @@ from django.utils.translation import gettext_lazy as _
 
 from agentstate.querysets import PausedRunQuerySet
 
-from .base import KEY_LENGTH, where_set
+from .base import KEY_LENGTH, set_exactly_in, where_set
 from .choices import PauseStatus
 
 
@@ -63,22 +63,12 @@ class PausedRun(models.Model):
             ),
             # A pause is claimed once, then resolved; a pending one (put anew) or an
             # expired one was never claimed.
-            models.CheckConstraint(
-                condition=Q(
-                    status__in=[PauseStatus.CLAIMED, PauseStatus.RESOLVED],
-                    claimed_at__isnull=False,
-                )
-                | Q(
-                    status__in=[PauseStatus.PENDING, PauseStatus.EXPIRED],
-                    claimed_at__isnull=True,
-                ),
-                name="agentstate_pause_claimed_at",
+            set_exactly_in(
+                "claimed_at",
+                [PauseStatus.CLAIMED, PauseStatus.RESOLVED],
+                "agentstate_pause_claimed_at",
             ),
-            models.CheckConstraint(
-                condition=Q(status=PauseStatus.RESOLVED, resolved_at__isnull=False)
-                | (~Q(status=PauseStatus.RESOLVED) & Q(resolved_at__isnull=True)),
-                name="agentstate_pause_resolved_at",
-            ),
+            set_exactly_in("resolved_at", [PauseStatus.RESOLVED], "agentstate_pause_resolved_at"),
         ]
         indexes = [
             # Partial, so that a claim (pending to claimed) adds no entry to them.

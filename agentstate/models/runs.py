@@ -10,11 +10,14 @@ from django.utils.translation import gettext_lazy as _
 
 from agentstate.querysets import ApprovalRequestQuerySet, RunQuerySet
 
-from .base import KEY_LENGTH, RUN_ID_LENGTH, where_set
+from .base import KEY_LENGTH, RUN_ID_LENGTH, set_exactly_in, set_only_in, where_set
 from .choices import Decision, RequestStatus
 
 if TYPE_CHECKING:
     from agentstate.backends.base import Records
+
+# The statuses of a decided request.
+DECIDED = [RequestStatus.APPROVED, RequestStatus.REJECTED]
 
 # The usage counters of a run, in the order every usage map and the API list them.
 USAGE_FIELDS = (
@@ -215,30 +218,11 @@ class ApprovalRequest(models.Model):
             # Decided (approved or rejected) exactly when it has a decided_at; only a
             # decided request names who or which policy decided it, and only an
             # approved one keeps edited arguments.
-            models.CheckConstraint(
-                condition=Q(
-                    status__in=[RequestStatus.APPROVED, RequestStatus.REJECTED],
-                    decided_at__isnull=False,
-                )
-                | Q(
-                    status__in=[RequestStatus.PENDING, RequestStatus.EXPIRED],
-                    decided_at__isnull=True,
-                ),
-                name="agentstate_request_decided_at",
-            ),
-            models.CheckConstraint(
-                condition=Q(decided_by__isnull=True)
-                | Q(status__in=[RequestStatus.APPROVED, RequestStatus.REJECTED]),
-                name="agentstate_request_decided_by",
-            ),
-            models.CheckConstraint(
-                condition=Q(policy__isnull=True)
-                | Q(status__in=[RequestStatus.APPROVED, RequestStatus.REJECTED]),
-                name="agentstate_request_policy_decided",
-            ),
-            models.CheckConstraint(
-                condition=Q(approved_arguments__isnull=True) | Q(status=RequestStatus.APPROVED),
-                name="agentstate_request_edit_approved",
+            set_exactly_in("decided_at", DECIDED, "agentstate_request_decided_at"),
+            set_only_in("decided_by", DECIDED, "agentstate_request_decided_by"),
+            set_only_in("policy", DECIDED, "agentstate_request_policy_decided"),
+            set_only_in(
+                "approved_arguments", [RequestStatus.APPROVED], "agentstate_request_edit_approved"
             ),
         ]
         indexes = [

@@ -6,6 +6,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from .base import set_exactly_in
 from .choices import DeliveryStatus
 from .events import Event
 
@@ -73,10 +74,8 @@ class Delivery(models.Model):
                 name="agentstate_delivery_status_valid",
             ),
             # delivered exactly when it has a delivered_at
-            models.CheckConstraint(
-                condition=Q(status=DeliveryStatus.DELIVERED, delivered_at__isnull=False)
-                | (~Q(status=DeliveryStatus.DELIVERED) & Q(delivered_at__isnull=True)),
-                name="agentstate_delivery_delivered_at",
+            set_exactly_in(
+                "delivered_at", [DeliveryStatus.DELIVERED], "agentstate_delivery_delivered_at"
             ),
         ]
         indexes = [
