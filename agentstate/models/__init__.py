@@ -8,9 +8,13 @@ and tool-call approvals (``runs``: ``Run``, ``ApprovalRecord``,
 ``Event``), webhooks and their outbox (``webhooks``: ``Webhook``,
 ``Delivery``, ``DeliveryAttempt``) and LangGraph's checkpoints
 (``langgraph``: ``Thread``, ``Checkpoint``, ``CheckpointBlob``,
-``CheckpointWrite``). Every model is importable from here. Every state
+``CheckpointWrite``). Every model is importable from here. The status and
+decision values are written once, in ``choices``; what every area shares
+(key lengths, index and constraint helpers) is in ``base``. Every state
 change goes through ``agentstate.services``; the models only hold state and
-filters (``agentstate.querysets``).
+filters (``agentstate.querysets``), and constraints hold each status
+transition the database can check (a claimed pause has its ``claimed_at``, a
+decided request its ``decided_at``, ...).
 
 A foreign key that leads a unique constraint has no index of its own
 (``db_index=False``): the constraint's index serves its lookups, and a second
