@@ -1,9 +1,11 @@
 """Filters the services, the sweep and the admin share, as QuerySet methods.
 
-Visibility (``own``, ``of_user``): the rows that are a user's own, whatever
-its permissions; who may see more (a model permission) is the caller's rule.
+Visibility (``created_or_owned_by``, ``filed_by``, ``created_by_user``,
+``visible_to``, ``of_user``): the rows that are a user's own, whatever its
+permissions; who may see more (a model permission) is the caller's rule.
 """
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, Self
 
@@ -18,7 +20,7 @@ from agentstate.models.choices import PauseStatus, RequestStatus
 
 
 class PausedRunQuerySet(models.QuerySet):
-    def own(self, user: Any) -> Self:
+    def created_or_owned_by(self, user: Any) -> Self:
         """The pauses ``user`` created, or owns (its username is their owner)."""
         return self.filter(Q(created_by=user) | Q(owner=user.get_username()))
 
@@ -52,7 +54,7 @@ def current_status(ttl: timedelta) -> Case:
 
 
 class ApprovalRequestQuerySet(models.QuerySet):
-    def own(self, user: Any) -> Self:
+    def filed_by(self, user: Any) -> Self:
         """The requests ``user`` (a signed-in user) filed."""
         return self.filter(created_by=user)
 
@@ -69,16 +71,20 @@ class ApprovalRequestQuerySet(models.QuerySet):
 
 
 class RunQuerySet(models.QuerySet):
-    def own(self, user: Any) -> Self:
+    def created_by_user(self, user: Any) -> Self:
         """The runs ``user`` (a user, or a user's id) created."""
         return self.filter(created_by=user)
 
 
 class EventQuerySet(models.QuerySet):
-    def own(self, user: Any) -> Self:
-        """The events about objects ``user`` created or owns (copied onto each event,
-        so they stay visible after their object is gone)."""
-        return self.filter(Q(created_by=user) | Q(owner=user.get_username()))
+    def visible_to(self, user: Any, object_types: Iterable[str] = ()) -> Self:
+        """Events about objects ``user`` created or owns (``created_by`` and ``owner``
+        are copied onto the event, so they outlive the object), or of ``object_types``."""
+        return self.filter(
+            Q(created_by=user)
+            | Q(owner=user.get_username())
+            | Q(object_type__in=list(object_types))
+        )
 
 
 class ApprovalPolicyQuerySet(models.QuerySet):
