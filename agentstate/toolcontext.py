@@ -113,7 +113,7 @@ class ToolContext:
     def set_state(self, key: str, value: Any) -> PutResult:
         """Store ``value`` under ``key``; raises on any failure (a lost write is never silent)."""
         return context.set_state(
-            self._state.scope, key, value, owner=self._state.owner, actor=self.actor
+            self._state.scope, key, value, owner=self._state.owner, by=self.actor
         )
 
     def call_tool(self, name: str, arguments: dict[str, Any] | str | None) -> str:

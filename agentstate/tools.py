@@ -140,7 +140,7 @@ def _as_text(value: Any) -> str:
 
 
 def _put(scope: str, args: dict[str, Any], owner: Owner, actor: str) -> str:
-    context.put(scope, args["name"], args["value"], owner=owner, actor=actor)
+    context.put(scope, args["name"], args["value"], owner=owner, by=actor)
     return f"variable {args['name']} set"
 
 
@@ -154,13 +154,13 @@ def _get(scope: str, args: dict[str, Any], owner: Owner, actor: str) -> str:
 
 
 def _push(scope: str, args: dict[str, Any], owner: Owner, actor: str) -> str:
-    result = context.push(scope, args["name"], args["value"], owner=owner, actor=actor)
+    result = context.push(scope, args["name"], args["value"], owner=owner, by=actor)
     elements = "element" if result.length == 1 else "elements"
     return f"value pushed; variable {args['name']} now holds {result.length} {elements}"
 
 
 def _pop(scope: str, args: dict[str, Any], owner: Owner, actor: str) -> str:
-    value = context.pop(scope, args["name"], args.get("mode", "LIFO"), owner=owner, actor=actor)
+    value = context.pop(scope, args["name"], args.get("mode", "LIFO"), owner=owner, by=actor)
     return value if isinstance(value, str) else _as_text(value)
 
 

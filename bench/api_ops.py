@@ -67,7 +67,7 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
 
     def put(i: int) -> Op:
         scope = fresh("put")
-        return lambda: context.put(scope, "v", {"step": 7}, actor="bench")
+        return lambda: context.put(scope, "v", {"step": 7}, by="bench")
 
     def get(i: int) -> Op:
         scope = fresh("get")
@@ -83,7 +83,7 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
     def push(i: int) -> Op:
         scope = fresh("push")
         fill.a_list(scope, "list", 10)
-        return lambda: context.push(scope, "list", 7, actor="bench")
+        return lambda: context.push(scope, "list", 7, by="bench")
 
     def pop(i: int) -> Op:
         scope = fresh("pop")

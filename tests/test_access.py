@@ -120,19 +120,19 @@ def with_scope(alice) -> dict:
 
 
 def with_pause(alice) -> dict:
-    return {"question_id": pauses.put("chat", "call", "alice", {"secret": SECRET}, user=alice)}
+    return {"question_id": pauses.put("chat", "call", "alice", {"secret": SECRET}, by=alice)}
 
 
 def with_claimed_pause(alice) -> dict:
     ctx = with_pause(alice)
-    pauses.claim("chat", "call", "alice", ctx["question_id"], user=alice)
+    pauses.claim("chat", "call", "alice", ctx["question_id"], by=alice)
     return ctx
 
 
 def with_run(alice) -> dict:
     run = runs.create_run("alice-run", {"note": SECRET}, user=alice)
-    runs.approve(run, "tool", SECRET, user=alice)
-    request = approvals.request_approval(run, "tool", "call-2", {"note": SECRET}, user=alice)
+    runs.approve(run, "tool", SECRET, by=alice)
+    request = approvals.request_approval(run, "tool", "call-2", {"note": SECRET}, by=alice)
     return {"run_id": run.run_id, "id": request.pk}
 
 

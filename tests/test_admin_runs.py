@@ -187,7 +187,7 @@ def test_the_admin_index_counts_pending_requests(browser, run, reviewer):
 
 def test_the_run_page_shows_usage_records_and_requests(browser, run, reviewer):
     runs.add_usage(run, input_tokens=1234, output_tokens=5)
-    runs.approve(run, "mail", "c1", user=reviewer, reason="fine")
+    runs.approve(run, "mail", "c1", by=reviewer, reason="fine")
     runs.reject(run, "shell", "c0", always=True)
     approvals.request_approval(run, "search", "c9", {"q": "x"})
     page = browser.get(reverse("admin:agentstate_run_change", args=[run.pk]))

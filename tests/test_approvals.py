@@ -35,7 +35,7 @@ def age(request: ApprovalRequest, by: timedelta) -> None:
 
 
 def test_request_approval_is_idempotent_per_run_and_call(run, alice):
-    first, created = approvals.ensure_request(run, "mail", "c1", {"to": "bob"}, user=alice)
+    first, created = approvals.ensure_request(run, "mail", "c1", {"to": "bob"}, by=alice)
     assert created and first.status == "pending" and first.created_by == alice
     assert first.arguments == {"to": "bob"} and first.created_at is not None
     again, created = approvals.ensure_request(run, "mail", "c1", {"to": "eve"})

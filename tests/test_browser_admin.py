@@ -78,9 +78,9 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
     make_user("reviewer", "agentstate.decide_approvalrequest", is_staff=True)
     run = runs.create_run("browser-run", {"ticket": "T-7"}, user=agent)
     request = approvals.request_approval(
-        run, "send_email", "call-42", {"to": "bob@example.com"}, user=agent
+        run, "send_email", "call-42", {"to": "bob@example.com"}, by=agent
     )
-    approvals.request_approval(run, "send_email", "call-43", {"to": "eve@example.com"}, user=agent)
+    approvals.request_approval(run, "send_email", "call-43", {"to": "eve@example.com"}, by=agent)
     seen: list[str] = []
 
     with sync_playwright() as playwright:
@@ -200,7 +200,7 @@ def test_a_reviewer_makes_a_policy_and_the_next_matching_call_arrives_decided(
     make_user("reviewer", "agentstate.decide_approvalrequest", is_staff=True)
     run = runs.create_run("policy-run", {"ticket": "T-8"}, user=agent)
     request = approvals.request_approval(
-        run, "send_email", "call-1", {"to": "bob@example.com", "body": "report"}, user=agent
+        run, "send_email", "call-1", {"to": "bob@example.com", "body": "report"}, by=agent
     )
 
     with sync_playwright() as playwright:

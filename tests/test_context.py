@@ -341,9 +341,9 @@ def test_a_users_scope_is_not_in_the_site_namespace(alice):
 
 
 def test_changes_record_their_actor():
-    context.put("s", "x", "a", actor="conv-1")
+    context.put("s", "x", "a", by="conv-1")
     assert stored("s", "x").updated_by == "conv-1"
-    context.push("s", "x", "b", actor="conv-2")
+    context.push("s", "x", "b", by="conv-2")
     assert stored("s", "x").updated_by == "conv-2"
 
 
@@ -413,6 +413,6 @@ def test_set_state_raises_on_failure():
 
 
 def test_set_state_records_the_actor_and_grows_the_version():
-    assert context.set_state("s", "k", 1, actor="conv").version == 1
-    assert context.set_state("s", "k", 2, actor="conv").version == 2
+    assert context.set_state("s", "k", 1, by="conv").version == 1
+    assert context.set_state("s", "k", 2, by="conv").version == 2
     assert stored("s", "k").updated_by == "conv"

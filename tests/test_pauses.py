@@ -212,7 +212,7 @@ def test_refusal_reasons_come_in_the_specs_order():
 
 def test_claim_by_a_named_actor_records_it():
     question = pauses.put("chat", "call", "alice", None)
-    pause = pauses.claim_pause("chat", "call", "alice", question, actor="agent-7")
+    pause = pauses.claim_pause("chat", "call", "alice", question, by="agent-7")
     assert pause.claimed_by == "agent-7"
     assert Event.objects.get(kind="pause.claimed").actor == "agent-7"
 
@@ -241,7 +241,7 @@ def test_resolve_of_an_expired_pause_is_not_claimed():
 
 def test_cancel_removes_a_pending_pause():
     pauses.put("chat", "call", "alice", {"x": 1})
-    removed = pauses.cancel("chat", "call", actor="ops")
+    removed = pauses.cancel("chat", "call", by="ops")
     assert removed.payload == {"x": 1}
     assert not PausedRun.objects.exists()
     event = Event.objects.get(kind="pause.cancelled")
@@ -292,7 +292,7 @@ def test_the_events_of_put_and_claim_say_what_was_written_and_what_the_signal_ca
     signals.event_recorded.connect(receiver)
     try:
         with django_capture_on_commit_callbacks(execute=True):
-            question = pauses.put("chat", "call", "alice", {"v": 1}, ttl=60, actor="agent")
+            question = pauses.put("chat", "call", "alice", {"v": 1}, ttl=60, by="agent")
             pauses.claim("chat", "call", "alice", question)
     finally:
         signals.event_recorded.disconnect(receiver)
@@ -332,13 +332,13 @@ def test_event_times_written_in_sql_read_in_utc_whatever_the_sessions_time_zone(
 
 
 def test_an_operation_reaches_the_pauses_created_or_owned_by_the_caller(bob):
-    pauses.put("chat", "created", "alice", 1, user=bob)
+    pauses.put("chat", "created", "alice", 1, by=bob)
     pauses.put("chat", "owned", "bob", 2)
     pauses.put("chat", "other", "carol", 3)
     reach = Reach(bob.pk, "bob")
     before = list(PausedRun.objects.order_by("pk").values())
     for refused in (
-        lambda: pauses.put_pause("chat", "other", "bob", 4, user=bob, reach=reach),
+        lambda: pauses.put_pause("chat", "other", "bob", 4, by=bob, reach=reach),
         lambda: pauses.resolve("chat", "other", reach=reach),
         lambda: pauses.cancel("chat", "other", reach=reach),
         lambda: pauses.cancel("chat", "other", reach=Reach(None, "bob")),

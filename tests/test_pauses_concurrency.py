@@ -19,7 +19,7 @@ def test_fifty_threads_claiming_one_pause_exactly_one_wins(concurrently):
     question = pauses.put("chat", "call", "alice", {"resume": True})
 
     results = concurrently(
-        50, lambda i: pauses.claim("chat", "call", "alice", question, actor=f"worker-{i}")
+        50, lambda i: pauses.claim("chat", "call", "alice", question, by=f"worker-{i}")
     )
 
     winners = [r for r in results if r == {"resume": True}]

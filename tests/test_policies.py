@@ -39,7 +39,7 @@ def test_a_policy_decides_a_later_call_filed_decided_naming_it(run, alice, revie
     )
     assert (policy.user_name, policy.created_by_name) == ("alice", "reviewer")
     assert policy.created_at is not None and policy.revoked_at is None
-    request = approvals.request_approval(run, "mail", "c1", {"to": "bob"}, user=alice)
+    request = approvals.request_approval(run, "mail", "c1", {"to": "bob"}, by=alice)
     assert (request.status, request.decided_by, request.policy_id) == ("approved", None, policy.pk)
     assert request.reason == "alice mails often" and request.decided_at is not None
     assert request.current_status == "approved" and request.always is False

@@ -130,7 +130,7 @@ def test_an_increment_of_exactly_2_53_is_accepted(run):
 
 
 def test_per_call_decisions_append_to_lists(run, bob):
-    assert runs.approve(run, "mail", "c1", user=bob, reason="looks fine") == {
+    assert runs.approve(run, "mail", "c1", by=bob, reason="looks fine") == {
         "mail": {"approved": ["c1"], "rejected": []}
     }
     runs.approve(run, "mail", "c1")  # once only
@@ -175,7 +175,7 @@ def test_a_permanent_decision_is_not_overridden_per_call(run):
 
 
 def test_approve_and_reject_record_events(run, bob):
-    runs.approve(run, "mail", "c1", user=bob)
+    runs.approve(run, "mail", "c1", by=bob)
     runs.reject(run, "mail", "c2", always=True)
     kinds = list(Event.objects.order_by("pk").values_list("kind", "object_id", "actor", "details"))
     assert kinds == [

@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres_only
 @pytest.fixture
 def run(alice) -> Run:
     made = runs.create_run("run-1", {"ticket": 1}, user=alice)
-    runs.approve(made, "mail", "c0", user=alice)
+    runs.approve(made, "mail", "c0", by=alice)
     return made
 
 
@@ -55,9 +55,9 @@ def test_each_python_operation_is_one_call(run, alice, reviewer):
     assert one_query(runs.add_usage, run, input_tokens=3)["total_tokens"] == 3
     assert one_query(runs.records, run) == {"mail": {"approved": ["c0"], "rejected": []}}
     assert one_query(runs.is_tool_approved, run, "mail", "c0") is True
-    one_query(runs.approve, run, "mail", "c1", user=alice)
-    one_query(runs.reject, run, "mail", "c2", always=True, user=alice)
-    one_query(runs.rebuild_approvals, run, {"mail": {"approved": ["c1"]}}, user=alice)
+    one_query(runs.approve, run, "mail", "c1", by=alice)
+    one_query(runs.reject, run, "mail", "c2", always=True, by=alice)
+    one_query(runs.rebuild_approvals, run, {"mail": {"approved": ["c1"]}}, by=alice)
     request, created = one_query(approvals.ensure_request, run, "mail", "c3", {"to": "bob"})
     assert created and request.current_status == "pending"
     assert one_query(approvals.ensure_request, run, "mail", "c3")[1] is False

@@ -31,26 +31,26 @@ Change = Callable[[], object]
 
 
 def _pause(user) -> str:
-    return pauses.put("chat", "call", "alice", {"step": 1}, user=user)
+    return pauses.put("chat", "call", "alice", {"step": 1}, by=user)
 
 
 def created(user) -> Change:
-    return lambda: pauses.put("chat", "call", "alice", {"step": 1}, user=user)
+    return lambda: pauses.put("chat", "call", "alice", {"step": 1}, by=user)
 
 
 def claimed(user) -> Change:
     question = _pause(user)
-    return lambda: pauses.claim("chat", "call", "alice", question, user=user)
+    return lambda: pauses.claim("chat", "call", "alice", question, by=user)
 
 
 def resolved(user) -> Change:
-    pauses.claim("chat", "call", "alice", _pause(user), user=user)
-    return lambda: pauses.resolve("chat", "call", user=user)
+    pauses.claim("chat", "call", "alice", _pause(user), by=user)
+    return lambda: pauses.resolve("chat", "call", by=user)
 
 
 def cancelled(user) -> Change:
     _pause(user)
-    return lambda: pauses.cancel("chat", "call", user=user)
+    return lambda: pauses.cancel("chat", "call", by=user)
 
 
 def expired(user) -> Change:
@@ -64,12 +64,12 @@ def _run(user) -> Run:
 
 
 def _request(user) -> ApprovalRequest:
-    return approvals.request_approval(_run(user), "tool", "call-1", {"x": 1}, user=user)
+    return approvals.request_approval(_run(user), "tool", "call-1", {"x": 1}, by=user)
 
 
 def requested(user) -> Change:
     run = _run(user)
-    return lambda: approvals.request_approval(run, "tool", "call-1", {"x": 1}, user=user)
+    return lambda: approvals.request_approval(run, "tool", "call-1", {"x": 1}, by=user)
 
 
 def decided(user) -> Change:
@@ -85,13 +85,13 @@ def request_expired(user) -> Change:
 
 def records_changed(user) -> Change:
     run = _run(user)
-    return lambda: runs.approve(run, "tool", "call-1", user=user)
+    return lambda: runs.approve(run, "tool", "call-1", by=user)
 
 
 def records_rebuilt(user) -> Change:
     run = _run(user)
     return lambda: runs.rebuild_approvals(
-        run, {"tool": {"approved": True, "rejected": []}}, user=user
+        run, {"tool": {"approved": True, "rejected": []}}, by=user
     )
 
 
@@ -262,10 +262,10 @@ def test_rolled_back_change_sends_nothing_and_records_nothing(kind, alice, recei
 @pytest.mark.django_db(transaction=True)
 def test_refused_change_sends_nothing(alice, received):
     question = _pause(alice)
-    pauses.claim("chat", "call", "alice", question, user=alice)
+    pauses.claim("chat", "call", "alice", question, by=alice)
     received.clear()
     with pytest.raises(AlreadyClaimed):
-        pauses.claim("chat", "call", "alice", question, user=alice)
+        pauses.claim("chat", "call", "alice", question, by=alice)
     assert received == []
     assert Event.objects.filter(kind="pause.claimed").count() == 1
 
@@ -290,7 +290,7 @@ def test_signals_carry_the_model_the_event_and_the_instance(alice, received):
 @pytest.mark.django_db(transaction=True)
 def test_a_bulk_expiry_sends_one_signal_per_pause(alice, received):
     for i in range(3):
-        pauses.put("chat", f"call-{i}", "alice", None, user=alice)
+        pauses.put("chat", f"call-{i}", "alice", None, by=alice)
     PausedRun.objects.update(expires_at=Now() - timedelta(hours=1))
     received.clear()
     sweep.sweep()

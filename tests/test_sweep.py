@@ -19,6 +19,8 @@ pytestmark = pytest.mark.django_db
 def pause(
     call: str, *, due_in: float = 3600, status: str = "pending", owner: str = "alice", **extra
 ) -> PausedRun:
+    if status in (PausedRun.Status.CLAIMED, PausedRun.Status.RESOLVED):
+        extra.setdefault("claimed_at", timezone.now())  # a claimed pause has one
     return PausedRun.objects.create(
         chat_id="chat",
         tool_call_id=call,
@@ -35,7 +37,14 @@ def statuses() -> dict[str, str]:
 
 def request(call: str, age: timedelta, status: str = "pending") -> ApprovalRequest:
     run, _ = Run.objects.get_or_create(run_id="run-1")
-    req = ApprovalRequest.objects.create(run=run, tool_name="shell", call_id=call, status=status)
+    decided = status in (ApprovalRequest.Status.APPROVED, ApprovalRequest.Status.REJECTED)
+    req = ApprovalRequest.objects.create(
+        run=run,
+        tool_name="shell",
+        call_id=call,
+        status=status,
+        decided_at=timezone.now() if decided else None,
+    )
     ApprovalRequest.objects.filter(pk=req.pk).update(created_at=Now() - age)
     return req
 

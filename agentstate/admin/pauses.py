@@ -81,7 +81,7 @@ class PausedRunAdmin(admin.ModelAdmin):
         cancelled = refused = 0
         for chat_id, tool_call_id in queryset.values_list("chat_id", "tool_call_id").iterator():
             try:
-                pauses.cancel(chat_id, tool_call_id, user=request.user)
+                pauses.cancel(chat_id, tool_call_id, by=request.user)
                 cancelled += 1
             except AgentStateError:
                 refused += 1

@@ -39,11 +39,12 @@ from agentstate.admin.budgets import RunBudgetInline
 from agentstate.admin.pauses import _duration
 from agentstate.admin.policies import policy_link
 from agentstate.exceptions import AgentStateError, AlreadyDecided, ApprovalRequestExpired
-from agentstate.models import ApprovalRecord, ApprovalRequest, Run
+from agentstate.models import ApprovalPolicy, ApprovalRecord, ApprovalRequest, Run
 from agentstate.policies import json_equal
 from agentstate.services import approvals, runs
 
 Status = ApprovalRequest.Status
+Decision = ApprovalPolicy.Decision
 DECIDE_PERM = "agentstate.decide_approvalrequest"
 
 # The longest a policy made from a request's page may last, in days.
@@ -51,10 +52,18 @@ MAX_POLICY_DAYS = 3650
 
 # Action name -> (decision, always, past-tense label for the message).
 ACTIONS = {
-    "approve_selected": ("approve", False, _("approved")),
-    "reject_selected": ("reject", False, _("rejected")),
-    "always_approve_selected": ("approve", True, _("approved, with every later call of the tool")),
-    "always_reject_selected": ("reject", True, _("rejected, with every later call of the tool")),
+    "approve_selected": (Decision.APPROVE, False, _("approved")),
+    "reject_selected": (Decision.REJECT, False, _("rejected")),
+    "always_approve_selected": (
+        Decision.APPROVE,
+        True,
+        _("approved, with every later call of the tool"),
+    ),
+    "always_reject_selected": (
+        Decision.REJECT,
+        True,
+        _("rejected, with every later call of the tool"),
+    ),
 }
 
 
@@ -285,7 +294,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         choice = post["_decision"]
         try:
             arguments = _edited_arguments(post.get("arguments", ""), obj.arguments)
-            decision = "approve" if choice == "approve_policy" else choice
+            decision = Decision.APPROVE if choice == "approve_policy" else choice
             with transaction.atomic():
                 approvals.decide(
                     obj.pk,
@@ -341,7 +350,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             raise AgentStateError(str(_("Arguments to match must be a JSON object, or empty.")))
         return approvals.create_policy(
             obj.tool_name,
-            "approve",
+            Decision.APPROVE,
             user=creator,
             arguments=pattern,
             expires_at=None if days is None else timedelta(days=days),

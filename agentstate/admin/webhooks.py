@@ -49,7 +49,7 @@ class WebhookAdmin(admin.ModelAdmin):
         if change:  # the form checked the URL and the kinds
             super().save_model(request, obj, form, change)
             return
-        created = webhooks.create_webhook(obj.url, obj.kinds, obj.active, user=request.user)
+        created = webhooks.create_webhook(obj.url, obj.kinds, obj.active, by=request.user)
         obj.pk, obj.secret = created.pk, created.secret
         self.message_user(
             request,

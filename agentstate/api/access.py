@@ -4,7 +4,7 @@ A user reaches the objects they created (and, for pauses and events, those
 they own). A user holding a model's Django permission reaches every object of
 that model, and may name another owner with ``owner``. Another user's object
 answers 404, exactly like a missing one: the listings filter by what the
-caller may see (the QuerySet methods of ``agentstate.querysets``), and the
+caller may see (the QuerySet methods of ``agentstate.models.querysets``), and the
 operations on one object take the caller's ``Reach`` into their own
 statement. A permission an endpoint takes is checked first (403).
 """
@@ -22,7 +22,6 @@ from rest_framework.request import Request
 
 from agentstate.exceptions import BadInput
 from agentstate.models import ApprovalRequest, Event, PausedRun
-from agentstate.querysets import EventQuerySet
 from agentstate.types import Reach
 
 if TYPE_CHECKING:
@@ -140,9 +139,7 @@ def visible_events(user: _AnyUser) -> QuerySet[Event]:
     ``view_event`` shows every event. ``created_by`` and ``owner`` are copied
     onto the event, so the trail stays visible after its object is gone.
     """
-    # Event.objects once the model's manager is EventQuerySet's.
-    events: EventQuerySet = EventQuerySet(Event)
     if has_model_perm(user, "view_event"):
-        return events
+        return Event.objects.all()
     viewable = [name for name in object_types() if has_model_perm(user, f"view_{name}")]
-    return events.visible_to(cast("_User", user), viewable)
+    return Event.objects.visible_to(cast("_User", user), viewable)

@@ -88,7 +88,7 @@ class AgentStateSession:
         if not items:
             return
         await context.aextend(
-            self.scope, self.session_id, list(items), owner=self.owner, actor=self.actor
+            self.scope, self.session_id, list(items), owner=self.owner, by=self.actor
         )
 
     async def pop_item(self) -> TResponseInputItem | None:
@@ -98,9 +98,7 @@ class AgentStateSession:
 
     def _pop_item(self) -> Any:
         try:
-            return context.pop(
-                self.scope, self.session_id, "LIFO", owner=self.owner, actor=self.actor
-            )
+            return context.pop(self.scope, self.session_id, "LIFO", owner=self.owner, by=self.actor)
         except (ScopeNotFound, VariableNotFound):
             return None
 

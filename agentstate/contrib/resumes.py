@@ -42,11 +42,11 @@ def take(run_id: str) -> str | None:
     """Pop the run's kept state and lease it, in one transaction (``None``: nothing kept)."""
     with transaction.atomic():
         try:
-            kept: str = context.pop(STATE_SCOPE, run_id, actor="bridge")
+            kept: str = context.pop(STATE_SCOPE, run_id, by="bridge")
         except _ABSENT:
             return None
         lease = {"kept": kept, "taken_at": timezone.now().isoformat()}
-        context.put(LEASE_SCOPE, run_id, json.dumps(lease), actor="bridge")
+        context.put(LEASE_SCOPE, run_id, json.dumps(lease), by="bridge")
     return kept
 
 
@@ -110,12 +110,12 @@ def _expired_leases(now: datetime) -> list[tuple[str | None, str]]:
             continue
         with transaction.atomic():
             try:  # the state back, unless the run waits again with a newer one
-                context.put(STATE_SCOPE, run_id, lease["kept"], if_version=0, actor="bridge")
+                context.put(STATE_SCOPE, run_id, lease["kept"], if_version=0, by="bridge")
                 put_back = True
             except VersionMismatch:
                 put_back = False
             try:  # the lease gone, unless it was taken again meanwhile
-                context.put(LEASE_SCOPE, run_id, None, if_version=version, actor="bridge")
+                context.put(LEASE_SCOPE, run_id, None, if_version=version, by="bridge")
                 context.delete(LEASE_SCOPE, run_id)
             except VersionMismatch:
                 transaction.set_rollback(True)

@@ -44,7 +44,7 @@ class ServiceStore:
         return runs.get_run(run_id).context
 
     def request_approval(self, run_id: str, call: Call) -> Review:
-        request = approvals.request_approval(run_id, *call, user=self.user)
+        request = approvals.request_approval(run_id, *call, by=self.user)
         return self._review(request)
 
     def reviews(self, run_id: str) -> list[Review]:
@@ -57,17 +57,17 @@ class ServiceStore:
         runs.add_usage(run_id, **usage)
 
     def ask(self, run_id: str, interrupt_id: str, owner: str, value: Any) -> Question:
-        question_id = pauses.put(run_id, interrupt_id, owner, value, user=self.user)
+        question_id = pauses.put(run_id, interrupt_id, owner, value, by=self.user)
         return Question(interrupt_id, question_id, value)
 
     def claim(self, run_id: str, interrupt_id: str, owner: str, question_id: str) -> None:
-        pauses.claim(run_id, interrupt_id, owner, question_id, user=self.user)
+        pauses.claim(run_id, interrupt_id, owner, question_id, by=self.user)
 
     def resolve(self, run_id: str, interrupt_id: str) -> None:
-        pauses.resolve(run_id, interrupt_id, user=self.user)
+        pauses.resolve(run_id, interrupt_id, by=self.user)
 
     def keep_state(self, run_id: str, saved: str) -> None:
-        variables.put(STATE_SCOPE, run_id, saved, actor="bridge")
+        variables.put(STATE_SCOPE, run_id, saved, by="bridge")
 
     def peek_state(self, run_id: str) -> str | None:
         kept: str | None = variables.get_state(STATE_SCOPE, run_id)

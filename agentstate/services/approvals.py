@@ -34,13 +34,15 @@ from agentstate.backends import backend
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import ApprovalRequestNotFound, BadInput, PolicyNotFound
 from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run
+from agentstate.models.querysets import current_status, past_ttl
 from agentstate.policies import DECIDED_BY_POLICY
 from agentstate.policies import active as in_force
-from agentstate.querysets import current_status, past_ttl
 from agentstate.records import DECIDED_BY_RECORDS
 from agentstate.services import runs
-from agentstate.types import Actor, Reach
+from agentstate.types import Reach
 from agentstate.validation import check_json, check_key
+
+from .acting import By, acting, takes_by
 
 __all__ = [
     "DECIDED_BY_POLICY",
@@ -59,7 +61,8 @@ __all__ = [
 ]
 
 Status = ApprovalRequest.Status
-DECISIONS = {"approve": Status.APPROVED, "reject": Status.REJECTED}
+Decision = ApprovalPolicy.Decision
+DECISIONS = {Decision.APPROVE: Status.APPROVED, Decision.REJECT: Status.REJECTED}
 # The largest request id (a 64-bit key): a larger one names no request.
 MAX_ID = 2**63 - 1
 
@@ -83,13 +86,14 @@ def in_status(status: str) -> Q:
     return Q(status=status)
 
 
+@takes_by("user")
 def ensure_request(
     run: runs.RunRef,
     tool_name: str,
     call_id: str,
     arguments: Any = None,
     *,
-    user: Any = None,
+    by: By = None,
     reach: Reach | None = None,
 ) -> tuple[ApprovalRequest, bool]:
     """The run's request for ``call_id`` and whether it was filed now.
@@ -109,7 +113,7 @@ def ensure_request(
         arguments,
         agentstate_settings.APPROVAL_TTL,
         reach,
-        Actor.of(user),
+        acting(by),
     )
     request, created = changed.value
     _announce(changed.events, request)
@@ -123,13 +127,14 @@ def _announce(written: list[Event], request: ApprovalRequest) -> None:
     events.announce(records, Run, request.run)
 
 
+@takes_by("user")
 def request_approval(
     run: runs.RunRef,
     tool_name: str,
     call_id: str,
     arguments: Any = None,
     *,
-    user: Any = None,
+    by: By = None,
     reach: Reach | None = None,
 ) -> ApprovalRequest:
     """File ``call_id`` of ``tool_name`` for review (see ``ensure_request``); returns the request.
@@ -138,7 +143,7 @@ def request_approval(
     undecided, an active policy matching it does: then ``policy`` names it,
     ``decided_by`` is empty, and the run's record of the call is written, so that
     ``runs.is_tool_approved`` agrees from the records."""
-    return ensure_request(run, tool_name, call_id, arguments, user=user, reach=reach)[0]
+    return ensure_request(run, tool_name, call_id, arguments, by=by, reach=reach)[0]
 
 
 def decide(
@@ -146,7 +151,7 @@ def decide(
     decision: str,
     always: bool = False,
     *,
-    by: Any = None,
+    by: By = None,
     reason: str = "",
     arguments: Any = None,
 ) -> ApprovalRequest:
@@ -165,7 +170,7 @@ def decide(
     if not isinstance(always, bool):
         raise BadInput("always must be true or false.", field="always")
     reason = runs.check_reason(reason)
-    if arguments is not None and decision != "approve":
+    if arguments is not None and decision != Decision.APPROVE:
         raise BadInput("arguments can be edited only when approving.", field="arguments")
     check_json(arguments, "arguments", agentstate_settings.MAX_JSON_DEPTH)
     pk = request.pk if isinstance(request, ApprovalRequest) else request
@@ -173,12 +178,12 @@ def decide(
         raise ApprovalRequestNotFound.of(id=pk)
     changed = backend().decide(
         pk,
-        decision == "approve",
+        decision == Decision.APPROVE,
         always,
         reason,
         arguments,
         agentstate_settings.APPROVAL_TTL,
-        Actor.of(by),
+        acting(by),
     )
     decided = changed.value
     decided.decided_by = runs.real_user(by)
@@ -224,7 +229,7 @@ def create_policy(
     arguments: dict[str, Any] | None = None,
     expires_at: datetime | timedelta | None = None,
     reason: str = "",
-    by: Any = None,
+    by: By = None,
 ) -> ApprovalPolicy:
     """A standing decision of later calls of ``tool_name``: ``decision`` (``"approve"``
     or ``"reject"``) for the runs ``user`` created (a user or a username; ``None``:
@@ -244,25 +249,25 @@ def create_policy(
         check_key(user, "user")
     changed = backend().create_policy(
         tool_name,
-        decision == "approve",
+        decision == Decision.APPROVE,
         _policy_user(user),
         arguments,
         _expiry(expires_at),
         runs.check_reason(reason),
-        Actor.of(by),
+        acting(by),
     )
     events.announce(changed.events, ApprovalPolicy, changed.value)
     return changed.value
 
 
-def revoke_policy(policy: ApprovalPolicy | int, *, by: Any = None) -> ApprovalPolicy:
+def revoke_policy(policy: ApprovalPolicy | int, *, by: By = None) -> ApprovalPolicy:
     """End a policy now: it decides no request filed after this returns, and every
     request it decided was decided before its ``revoked_at``. ``PolicyNotFound``,
     ``AlreadyRevoked``. Returns the policy, with ``user_name`` and ``created_by_name``."""
     pk = policy.pk if isinstance(policy, ApprovalPolicy) else policy
     if isinstance(pk, bool) or not isinstance(pk, int) or not 0 < pk <= MAX_ID:
         raise PolicyNotFound.of(policy_id=pk)
-    changed = backend().revoke_policy(pk, Actor.of(by))
+    changed = backend().revoke_policy(pk, acting(by))
     events.announce(changed.events, ApprovalPolicy, changed.value)
     return changed.value
 
@@ -276,10 +281,8 @@ def policies(
     rows = ApprovalPolicy.objects.all()
     if tool_name is not None:
         rows = rows.filter(tool_name=tool_name)
-    if isinstance(user, str):
-        rows = rows.filter(**{f"user__{get_user_model().USERNAME_FIELD}": user})
-    elif user is not None:
-        rows = rows.filter(user=user)
+    if user is not None:
+        rows = rows.of_user(user)
     if active is not None:
         rows = rows.filter(in_force()) if active else rows.exclude(in_force())
     return rows

@@ -23,15 +23,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
 
 from agentstate import events
 from agentstate.backends import BudgetState, backend
 from agentstate.exceptions import BadInput
 from agentstate.models import Budget
-from agentstate.types import Actor, Reach
+from agentstate.types import Reach
 from agentstate.validation import text_problem
 
+from .acting import By, acting
 from .runs import RunRef, run_id_of
 
 __all__ = [
@@ -55,8 +55,6 @@ PERIODS = (Budget.Period.DAY.value, Budget.Period.MONTH.value)
 MAX_CAP = 2**63 - 1
 
 UserRef = AbstractBaseUser | str
-# Who makes a change, as its event records it (anonymous or none: no user).
-By = AbstractBaseUser | AnonymousUser | None
 
 
 class Keep(enum.Enum):
@@ -122,7 +120,7 @@ def set_run_budget(
     """Set the counters ``caps`` names on the run's budget (made if it has none);
     ``None`` removes a cap. ``by``: who, as the ``budget.changed`` event records."""
     checked = check_caps(caps)
-    changed = backend().set_run_budget(run_id_of(run), checked, reach, Actor.of(by))
+    changed = backend().set_run_budget(run_id_of(run), checked, reach, acting(by))
     events.announce(changed.events, Budget, changed.value.budget)
     return changed.value
 
@@ -145,7 +143,7 @@ def set_user_budget(
     A new budget, or a changed period, counts from 0 from now on."""
     checked = check_caps({} if caps is None else caps)
     stored = None if period is KEEP else check_period(period)
-    changed = backend().set_user_budget(_username(user), checked, stored, Actor.of(by))
+    changed = backend().set_user_budget(_username(user), checked, stored, acting(by))
     events.announce(changed.events, Budget, changed.value.budget)
     return changed.value
 

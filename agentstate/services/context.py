@@ -20,6 +20,8 @@ from agentstate.exceptions import BadInput, ScopeNotFound
 from agentstate.models import Scope
 from agentstate.validation import check_json, check_key
 
+from .acting import By, acting, takes_by
+
 logger = logging.getLogger(__name__)
 
 # A scope's owner: a user, a username (looked up by the operation itself) or
@@ -49,6 +51,11 @@ def _owner_id(owner: Owner) -> int | str | None:
     return owner if owner is None or isinstance(owner, str) else owner.pk
 
 
+def _name(by: By) -> str:
+    """Who changed a variable, as its ``updated_by`` keeps it: a name, or a username."""
+    return acting(by).name
+
+
 def find_scope(key: str, owner: AbstractBaseUser | None = None) -> Scope:
     # Any AUTH_USER_MODEL's user; the plugin knows only the test settings' User.
     scope = Scope.objects.filter(key=key, owner=owner).first()  # type: ignore[misc]
@@ -63,6 +70,7 @@ def _check_args(scope: str, *names: str) -> None:
         check_key(name, "name")
 
 
+@takes_by("actor")
 def put(
     scope: str,
     name: str,
@@ -70,7 +78,7 @@ def put(
     *,
     if_version: int | None = None,
     owner: Owner = None,
-    actor: str = "",
+    by: By = None,
 ) -> PutResult:
     """Store ``value`` as it is; with ``if_version``, only over that version (0: absent)."""
     _check_args(scope, name)
@@ -83,7 +91,7 @@ def put(
         or not 0 <= if_version <= MAX_VERSION
     ):
         raise BadInput("if_version must be an integer from 0 to 2**63 - 1.", field="if_version")
-    version = backend().put(scope, name, value, if_version, _owner_id(owner), actor)
+    version = backend().put(scope, name, value, if_version, _owner_id(owner), _name(by))
     return PutResult(scope, name, value, version)
 
 
@@ -103,21 +111,23 @@ def get(scope: str, names: list[str] | None = None, *, owner: Owner = None) -> d
     return values
 
 
-def push(scope: str, name: str, value: Any, *, owner: Owner = None, actor: str = "") -> PushResult:
+@takes_by("actor")
+def push(scope: str, name: str, value: Any, *, owner: Owner = None, by: By = None) -> PushResult:
     """Append ``value``; absent becomes ``[value]``, a string ``s`` becomes ``[s, value]``."""
     _check_args(scope, name)
     check_json(value, "value")
-    length, version = backend().push(scope, name, value, _owner_id(owner), actor)
+    length, version = backend().push(scope, name, value, _owner_id(owner), _name(by))
     return PushResult(scope, name, length, version)
 
 
+@takes_by("actor")
 def extend(
     scope: str,
     name: str,
     values: list[Any] | tuple[Any, ...],
     *,
     owner: Owner = None,
-    actor: str = "",
+    by: By = None,
 ) -> PushResult:
     """Append each of ``values`` (a non-empty list) as one element, in order, in one
     atomic step: no other writer's element lands between them. Absent becomes
@@ -128,7 +138,7 @@ def extend(
     if not isinstance(values, list) or not values:
         raise BadInput("values must be a non-empty list.", field="values")
     check_json(values, "values")
-    length, version = backend().extend(scope, name, values, _owner_id(owner), actor)
+    length, version = backend().extend(scope, name, values, _owner_id(owner), _name(by))
     return PushResult(scope, name, length, version)
 
 
@@ -167,7 +177,8 @@ def _check_mode(mode: Any) -> str:
     return mode.upper()
 
 
-def pop(scope: str, name: str, mode: str = "LIFO", *, owner: Owner = None, actor: str = "") -> Any:
+@takes_by("actor")
+def pop(scope: str, name: str, mode: str = "LIFO", *, owner: Owner = None, by: By = None) -> Any:
     """Remove and return a string, or a list's last (LIFO) or first (FIFO) element.
 
     An emptied list removes the variable; a list left with one string
@@ -175,7 +186,7 @@ def pop(scope: str, name: str, mode: str = "LIFO", *, owner: Owner = None, actor
     """
     _check_args(scope, name)
     lifo = _check_mode(mode) == "LIFO"
-    return backend().pop(scope, name, lifo, _owner_id(owner), actor)
+    return backend().pop(scope, name, lifo, _owner_id(owner), _name(by))
 
 
 def delete(scope: str, name: str, *, owner: Owner = None) -> None:
@@ -199,11 +210,10 @@ def get_state(scope: str, key: str, default: Any = None, *, owner: Owner = None)
         return default
 
 
-def set_state(
-    scope: str, key: str, value: Any, *, owner: Owner = None, actor: str = ""
-) -> PutResult:
+@takes_by("actor")
+def set_state(scope: str, key: str, value: Any, *, owner: Owner = None, by: By = None) -> PutResult:
     """Like ``put``, raising on any failure: a lost write is never silent."""
-    return put(scope, key, value, owner=owner, actor=actor)
+    return put(scope, key, value, owner=owner, by=by)
 
 
 # The async forms, for async callers (agent frameworks): each runs its function in

@@ -29,8 +29,10 @@ from agentstate.backends import Changed, backend
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import BadInput
 from agentstate.models import PausedRun
-from agentstate.types import Actor, Reach
+from agentstate.types import Reach
 from agentstate.validation import check_json, check_key
+
+from .acting import By, acting, takes_by
 
 Status = PausedRun.Status
 
@@ -94,6 +96,7 @@ def in_status(status: str) -> Q:
     return Q(status=status)
 
 
+@takes_by("user", "actor")
 def put_pause(
     chat_id: str,
     tool_call_id: str,
@@ -101,8 +104,7 @@ def put_pause(
     payload: Any,
     ttl: timedelta | int | float | None = None,
     *,
-    user: Any = None,
-    actor: str = "",
+    by: By = None,
     reach: Reach | None = None,
 ) -> PausedRun:
     """Keep a run pending for ``owner`` under a new question; returns the pause.
@@ -123,11 +125,12 @@ def put_pause(
         _ttl(ttl),
         uuid.uuid4(),
         reach,
-        Actor.of(user, actor),
+        acting(by),
     )
     return _announced(changed)
 
 
+@takes_by("user", "actor")
 def put(
     chat_id: str,
     tool_call_id: str,
@@ -135,59 +138,56 @@ def put(
     payload: Any,
     ttl: timedelta | int | float | None = None,
     *,
-    user: Any = None,
-    actor: str = "",
+    by: By = None,
 ) -> str:
     """Keep a run pending for ``owner``; returns the id of the question it waits on."""
-    return str(
-        put_pause(chat_id, tool_call_id, owner, payload, ttl, user=user, actor=actor).question_id
-    )
+    return str(put_pause(chat_id, tool_call_id, owner, payload, ttl, by=by).question_id)
 
 
+@takes_by("user", "actor")
 def claim_pause(
     chat_id: str,
     tool_call_id: str,
     owner: str,
     question_id: str | uuid.UUID,
     *,
-    user: Any = None,
-    actor: str = "",
+    by: By = None,
 ) -> PausedRun:
     """Claim the pause to carry its run on: exactly once, only by its owner.
 
     Refusals, the first that applies: ``PauseNotFound`` (also another
     owner's), ``QuestionSuperseded``, ``AlreadyClaimed``, ``AlreadyResolved``,
     ``PauseExpired`` (by the database clock, swept or not). The claim is
-    recorded as ``actor``'s, else the user's, else the owner's.
+    recorded as ``by``'s (its name, else its username), else the owner's.
     """
     _check_keys(chat_id, tool_call_id)
     check_key(owner, "owner")
-    by = Actor.of(user, actor)
-    if not by.name:
-        by = dataclasses.replace(by, name=owner)
-    changed = backend().claim(chat_id, tool_call_id, owner, _question(question_id), by)
+    claimer = acting(by)
+    if not claimer.name:
+        claimer = dataclasses.replace(claimer, name=owner)
+    changed = backend().claim(chat_id, tool_call_id, owner, _question(question_id), claimer)
     return _announced(changed)
 
 
+@takes_by("user", "actor")
 def claim(
     chat_id: str,
     tool_call_id: str,
     owner: str,
     question_id: str | uuid.UUID,
     *,
-    user: Any = None,
-    actor: str = "",
+    by: By = None,
 ) -> Any:
     """Claim the pause (see ``claim_pause``); returns its payload."""
-    return claim_pause(chat_id, tool_call_id, owner, question_id, user=user, actor=actor).payload
+    return claim_pause(chat_id, tool_call_id, owner, question_id, by=by).payload
 
 
+@takes_by("user", "actor")
 def resolve(
     chat_id: str,
     tool_call_id: str,
     *,
-    user: Any = None,
-    actor: str = "",
+    by: By = None,
     reach: Reach | None = None,
 ) -> PausedRun:
     """Mark a claimed pause done with, so it can never be carried on again.
@@ -195,15 +195,15 @@ def resolve(
     Any other status: ``NotClaimed``; outside ``reach``: ``PauseNotFound``.
     """
     _check_keys(chat_id, tool_call_id)
-    return _announced(backend().resolve(chat_id, tool_call_id, reach, Actor.of(user, actor)))
+    return _announced(backend().resolve(chat_id, tool_call_id, reach, acting(by)))
 
 
+@takes_by("user", "actor")
 def cancel(
     chat_id: str,
     tool_call_id: str,
     *,
-    user: Any = None,
-    actor: str = "",
+    by: By = None,
     reach: Reach | None = None,
 ) -> PausedRun:
     """Remove a pending pause; returns it as it was (its event keeps the record).
@@ -213,7 +213,7 @@ def cancel(
     ``reach``: ``PauseNotFound``.
     """
     _check_keys(chat_id, tool_call_id)
-    return _announced(backend().cancel(chat_id, tool_call_id, reach, Actor.of(user, actor)))
+    return _announced(backend().cancel(chat_id, tool_call_id, reach, acting(by)))
 
 
 # The async forms, for async callers (agent frameworks): each runs its function in

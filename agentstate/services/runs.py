@@ -26,7 +26,7 @@ from django.contrib.auth.models import AnonymousUser
 from agentstate import events
 from agentstate.backends import backend
 from agentstate.exceptions import BadInput, RunNotFound
-from agentstate.models import Run
+from agentstate.models import USAGE_FIELDS, Run
 from agentstate.records import (
     APPROVE,
     REJECT,
@@ -34,8 +34,10 @@ from agentstate.records import (
     decide_from,
     record_json,
 )
-from agentstate.types import Actor, Reach, Records
+from agentstate.types import Reach, Records
 from agentstate.validation import RUN_ID_RE, check_json, check_key, check_run_id, text_problem
+
+from .acting import By, acting, takes_by
 
 __all__ = [
     "APPROVE",
@@ -171,15 +173,10 @@ def add_usage(
         total_tokens = _increment("input_tokens", input_tokens) + _increment(
             "output_tokens", output_tokens
         )
-    given = {
-        "requests": requests,
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "total_tokens": total_tokens,
-        "cached_tokens": cached_tokens,
-        "reasoning_tokens": reasoning_tokens,
+    given = (requests, input_tokens, output_tokens, total_tokens, cached_tokens, reasoning_tokens)
+    increments = {
+        name: _increment(name, value) for name, value in zip(USAGE_FIELDS, given, strict=True)
     }
-    increments = {name: _increment(name, value) for name, value in given.items()}
     usage = backend().add_usage(run_id_of(run), increments, reach)
     if isinstance(run, Run):
         for name, value in usage.items():
@@ -229,7 +226,7 @@ def _decide(
     call_id: str,
     approve: bool,
     always: bool,
-    user: User,
+    by: By,
     reason: str,
     reach: Reach | None,
 ) -> Records:
@@ -245,40 +242,42 @@ def _decide(
         always,
         check_reason(reason),
         reach,
-        Actor.of(user),
+        acting(by),
     )
     events.announce(changed.events, Run, changed.value)
     return changed.value.approvals
 
 
+@takes_by("user")
 def approve(
     run: RunRef,
     tool_name: str,
     call_id: str,
     always: bool = False,
     *,
-    user: User = None,
+    by: By = None,
     reason: str = "",
     reach: Reach | None = None,
 ) -> Records:
     """Approve one call (appended when ``approved`` is a list) or, ``always``, every
     call: ``{"approved": true, "rejected": []}``. Returns the run's records map."""
-    return _decide(run, tool_name, call_id, True, always, user, reason, reach)
+    return _decide(run, tool_name, call_id, True, always, by, reason, reach)
 
 
+@takes_by("user")
 def reject(
     run: RunRef,
     tool_name: str,
     call_id: str,
     always: bool = False,
     *,
-    user: User = None,
+    by: By = None,
     reason: str = "",
     reach: Reach | None = None,
 ) -> Records:
     """Reject one call (appended when ``rejected`` is a list) or, ``always``, every
     call: ``{"approved": false, "rejected": true}``. Returns the run's records map."""
-    return _decide(run, tool_name, call_id, False, always, user, reason, reach)
+    return _decide(run, tool_name, call_id, False, always, by, reason, reach)
 
 
 def check_records(value: Any) -> Records:
@@ -323,13 +322,14 @@ def check_records(value: Any) -> Records:
     return checked
 
 
+@takes_by("user")
 def rebuild_approvals(
-    run: RunRef, value: Any, *, user: User = None, reach: Reach | None = None
+    run: RunRef, value: Any, *, by: By = None, reach: Reach | None = None
 ) -> Records:
     """Replace every approval record of the run with ``value`` (validated first):
     all replaced or, refused, none touched. Returns the run's records map."""
     checked = check_records(value)
-    changed = backend().rebuild_approvals(run_id_of(run), checked, reach, Actor.of(user))
+    changed = backend().rebuild_approvals(run_id_of(run), checked, reach, acting(by))
     events.announce(changed.events, Run, changed.value)
     return changed.value.approvals
 

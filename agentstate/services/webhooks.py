@@ -27,6 +27,9 @@ from agentstate.conf import agentstate_settings
 from agentstate.exceptions import BadInput, NotFound
 from agentstate.models import Delivery, DeliveryAttempt, Event, Webhook
 
+from .acting import By, takes_by
+from .runs import real_user
+
 Status = Delivery.Status
 KINDS = tuple(signals.BY_KIND)  # every event kind
 
@@ -60,8 +63,9 @@ def check_target(url: str) -> None:
             pass
 
 
+@takes_by("user")
 def create_webhook(
-    url: str, kinds: list[str] | None = None, active: bool = True, *, user: Any = None
+    url: str, kinds: list[str] | None = None, active: bool = True, *, by: By = None
 ) -> Webhook:
     """A new webhook; its ``secret`` is shown to its creator once, in what this returns."""
     check_target(url)
@@ -72,7 +76,7 @@ def create_webhook(
         kinds=check_kinds(kinds),
         active=active,
         secret=webhooks.new_secret(),
-        created_by=user if getattr(user, "is_authenticated", False) else None,
+        created_by=real_user(by),
     )
 
 

@@ -47,7 +47,7 @@ class ContextView(ScopeOwnerMixin, AgentStateAPIView):
             d["value"],
             if_version=d.get("if_version"),
             owner=self.owner_for(d, write=True),
-            actor=self.actor(),
+            by=self.actor(),
         )
         return Response(s.PutResponse(result).data)
 
@@ -79,7 +79,7 @@ class PushView(ScopeOwnerMixin, AgentStateAPIView):
             d["name"],
             d["value"],
             owner=self.owner_for(d, write=True),
-            actor=self.actor(),
+            by=self.actor(),
         )
         return Response(s.PushResponse(result).data)
 
@@ -93,7 +93,7 @@ class PopView(ScopeOwnerMixin, AgentStateAPIView):
             d["name"],
             d["mode"],
             owner=self.owner_for(d, write=True),
-            actor=self.actor(),
+            by=self.actor(),
         )
         return Response({"scope": d["scope"], "name": d["name"], "value": value})
 

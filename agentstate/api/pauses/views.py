@@ -55,7 +55,7 @@ class PausesView(AgentStateAPIView):
             acting_username(request, d["owner"], "add_pausedrun"),
             d["payload"],
             d.get("ttl_seconds"),
-            user=request.user,
+            by=request.user,
             reach=reach(request.user, CHANGE),
         )
         return Response(s.PauseSerializer(pause).data, status=status.HTTP_201_CREATED)
@@ -72,7 +72,7 @@ class ClaimView(AgentStateAPIView):
             d["tool_call_id"],
             acting_username(request, d.get("owner"), CHANGE),
             d["question_id"],
-            user=request.user,
+            by=request.user,
         )
         return Response(s.PauseSerializer(pause).data)
 
@@ -86,7 +86,7 @@ class ResolveView(AgentStateAPIView):
         pause = pauses.resolve(
             d["chat_id"],
             d["tool_call_id"],
-            user=request.user,
+            by=request.user,
             reach=reach(request.user, CHANGE),
         )
         return Response(s.PauseSerializer(pause).data)
@@ -99,7 +99,7 @@ class CancelView(AgentStateAPIView):
         pauses.cancel(
             d["chat_id"],
             d["tool_call_id"],
-            user=request.user,
+            by=request.user,
             reach=reach(request.user, CHANGE),
         )
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -11,7 +11,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentstate.models import KEY_LENGTH, ApprovalRequest
+from agentstate.models import KEY_LENGTH, ApprovalPolicy, ApprovalRequest
 from agentstate.services.budgets import COUNTERS
 from agentstate.services.runs import MAX_INCREMENT
 
@@ -145,7 +145,7 @@ class ApprovalRequestQuery(QuerySerializer):
 
 
 class DecideRequest(StrictSerializer):
-    decision = serializers.ChoiceField(choices=["approve", "reject"])
+    decision = serializers.ChoiceField(choices=ApprovalPolicy.Decision.values)
     always = StrictBooleanField(
         required=False, default=False, help_text="Decide every call of the tool."
     )
@@ -158,7 +158,10 @@ class DecideRequest(StrictSerializer):
     )
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
-        if data.get("arguments") is not None and data["decision"] != "approve":
+        if (
+            data.get("arguments") is not None
+            and data["decision"] != ApprovalPolicy.Decision.APPROVE
+        ):
             raise serializers.ValidationError(
                 {"arguments": ["Arguments can be edited only when approving."]}
             )

@@ -136,7 +136,7 @@ class ApprovalsView(RunAPIView):
     def put(self, request: Request, run_id: str) -> Response:
         return Response(
             runs.rebuild_approvals(
-                run_id, request.data, user=request.user, reach=changing(request.user)
+                run_id, request.data, by=request.user, reach=changing(request.user)
             )
         )
 
@@ -154,7 +154,7 @@ class ApprovalChangeView(RunAPIView):
                 d["tool_name"],
                 d["call_id"],
                 d["always"],
-                user=request.user,
+                by=request.user,
                 reach=changing(request.user),
             )
         )
@@ -200,7 +200,7 @@ class RunApprovalRequestsView(RunAPIView):
             d["tool_name"],
             d["call_id"],
             d.get("arguments"),
-            user=request.user,
+            by=request.user,
             reach=changing(request.user),
         )
         return Response(

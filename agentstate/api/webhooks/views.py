@@ -51,7 +51,7 @@ class WebhooksView(WebhookPermissionMixin):
     )
     def post(self, request: Request) -> Response:
         d = self.validated(s.WebhookCreate, request.data)
-        hook = webhooks.create_webhook(d["url"], d.get("kinds"), d["active"], user=request.user)
+        hook = webhooks.create_webhook(d["url"], d.get("kinds"), d["active"], by=request.user)
         return Response(s.CreatedWebhookSerializer(hook).data, status=status.HTTP_201_CREATED)
 
 

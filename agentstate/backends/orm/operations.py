@@ -7,8 +7,8 @@ from django.contrib.auth import get_user_model
 from django.db.models import Model, QuerySet
 
 from agentstate.db import atomic
-from agentstate.models import ApprovalRequest, PausedRun
-from agentstate.querysets import ApprovalRequestQuerySet, PausedRunQuerySet
+from agentstate.models import ApprovalRequest, PausedRun, Run
+from agentstate.models.querysets import ApprovalRequestQuerySet, PausedRunQuerySet, RunQuerySet
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -27,6 +27,8 @@ class Operations:
     def rows(self, model: type[PausedRun]) -> PausedRunQuerySet[PausedRun]: ...
     @overload
     def rows(self, model: type[ApprovalRequest]) -> ApprovalRequestQuerySet[ApprovalRequest]: ...
+    @overload
+    def rows(self, model: type[Run]) -> RunQuerySet[Run]: ...
     @overload
     def rows(self, model: type[M]) -> QuerySet[M]: ...
     def rows(self, model: type[Model]) -> QuerySet[Model]:

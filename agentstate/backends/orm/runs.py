@@ -49,7 +49,7 @@ class RunOperations(PolicyOperations):
     def _run(self, run_id: str, reach: Reach | None, *, lock: bool = False) -> Run:
         runs = self.rows(Run).filter(run_id=run_id)
         if reach is not None:
-            runs = runs.filter(created_by_id=reach.user_id)
+            runs = runs.created_by_user(reach.user_id)
         if lock:
             runs = runs.select_for_update()
         run = runs.first()

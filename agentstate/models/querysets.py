@@ -1,25 +1,31 @@
-"""Filters the services, the sweep and the admin share, as QuerySet methods."""
+"""Filters the services, the sweep and the admin share, as QuerySet methods.
+
+Visibility (``created_or_owned_by``, ``filed_by``, ``created_by_user``,
+``visible_to``, ``of_user``): the rows that are a user's own, whatever its
+permissions; who may see more (a model permission) is the caller's rule.
+"""
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Self
+from typing import Any, Self
 
+from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Case, CharField, F, Q, Value, When
 from django.db.models.expressions import Combinable
 from django.db.models.functions import Now
 
-if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser
+# The choices module only: the models import this one.
+from .choices import PauseStatus, RequestStatus
 
 
 class PausedRunQuerySet(models.QuerySet):
-    def pending(self) -> Self:
-        return self.filter(status="pending")
-
-    def created_or_owned_by(self, user: "AbstractBaseUser") -> Self:
+    def created_or_owned_by(self, user: Any) -> Self:
         """The pauses ``user`` created, or owns (its username is their owner)."""
         return self.filter(Q(created_by=user) | Q(owner=user.get_username()))
+
+    def pending(self) -> Self:
+        return self.filter(status=PauseStatus.PENDING)
 
     def past_expiry(self) -> Self:
         """Past ``expires_at`` by the database clock."""
@@ -28,30 +34,32 @@ class PausedRunQuerySet(models.QuerySet):
     def finished_before(self, cutoff: datetime | Combinable) -> Self:
         """Resolved or expired pauses last changed before ``cutoff``."""
         return self.filter(
-            models.Q(status="resolved", resolved_at__lt=cutoff)
-            | models.Q(status="expired", expires_at__lt=cutoff)
+            models.Q(status=PauseStatus.RESOLVED, resolved_at__lt=cutoff)
+            | models.Q(status=PauseStatus.EXPIRED, expires_at__lt=cutoff)
         )
 
 
 def past_ttl(ttl: timedelta) -> Q:
     """Pending requests older than ``ttl`` by the database clock: expired, swept or not."""
-    return Q(status="pending", created_at__lte=Now() - ttl)
+    return Q(status=RequestStatus.PENDING, created_at__lte=Now() - ttl)
 
 
 def current_status(ttl: timedelta) -> Case:
     """A request's status as ``decide`` sees it: a pending one past ``ttl`` is ``expired``."""
     return Case(
-        When(past_ttl(ttl), then=Value("expired")), default=F("status"), output_field=CharField()
+        When(past_ttl(ttl), then=Value(RequestStatus.EXPIRED)),
+        default=F("status"),
+        output_field=CharField(),
     )
 
 
 class ApprovalRequestQuerySet(models.QuerySet):
-    def pending(self) -> Self:
-        return self.filter(status="pending")
-
-    def filed_by(self, user: "AbstractBaseUser") -> Self:
-        """The requests ``user`` filed."""
+    def filed_by(self, user: Any) -> Self:
+        """The requests ``user`` (a signed-in user) filed."""
         return self.filter(created_by=user)
+
+    def pending(self) -> Self:
+        return self.filter(status=RequestStatus.PENDING)
 
     def with_current_status(self, ttl: timedelta) -> Self:
         """Annotated with ``current_status`` (see ``current_status``)."""
@@ -62,8 +70,14 @@ class ApprovalRequestQuerySet(models.QuerySet):
         return self.filter(created_at__lte=Now() - age)
 
 
+class RunQuerySet(models.QuerySet):
+    def created_by_user(self, user: Any) -> Self:
+        """The runs ``user`` (a user, or a user's id) created."""
+        return self.filter(created_by=user)
+
+
 class EventQuerySet(models.QuerySet):
-    def visible_to(self, user: "AbstractBaseUser", object_types: Iterable[str] = ()) -> Self:
+    def visible_to(self, user: Any, object_types: Iterable[str] = ()) -> Self:
         """Events about objects ``user`` created or owns (``created_by`` and ``owner``
         are copied onto the event, so they outlive the object), or of ``object_types``."""
         return self.filter(
@@ -71,3 +85,11 @@ class EventQuerySet(models.QuerySet):
             | Q(owner=user.get_username())
             | Q(object_type__in=list(object_types))
         )
+
+
+class ApprovalPolicyQuerySet(models.QuerySet):
+    def of_user(self, user: Any) -> Self:
+        """The policies for the runs of ``user``: a user, or a username."""
+        if isinstance(user, str):
+            return self.filter(**{f"user__{get_user_model().USERNAME_FIELD}": user})
+        return self.filter(user=user)

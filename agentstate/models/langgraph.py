@@ -1,0 +1,142 @@
+"""LangGraph threads: checkpoints, their channel values and pending writes."""
+
+from django.db import models
+from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+
+from .base import KEY_LENGTH, where_set
+
+
+class Thread(models.Model):
+    """A LangGraph thread (``agentstate.contrib.langgraph.AgentStateSaver``): its
+    checkpoints, their channel values and pending writes hang off it, and
+    ``updated_at`` (every put) is what ``AGENTSTATE["THREAD_TTL"]`` measures."""
+
+    thread_id = models.CharField(_("thread id"), max_length=KEY_LENGTH)
+    created_at = models.DateTimeField(_("created at"), db_default=Now())
+    updated_at = models.DateTimeField(_("updated at"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("LangGraph thread")
+        verbose_name_plural = _("LangGraph threads")
+        ordering = ["-updated_at", "-pk"]
+        # a constraint, not unique=True: on PostgreSQL that adds a LIKE index nothing uses
+        constraints = [models.UniqueConstraint(fields=["thread_id"], name="agentstate_thread_id")]
+        indexes = [models.Index(fields=["updated_at"], name="agentstate_thread_updated")]
+
+    def __str__(self) -> str:
+        return self.thread_id
+
+
+class Checkpoint(models.Model):
+    """One LangGraph checkpoint of a thread's namespace, without its channel values
+    (``CheckpointBlob``): ``checkpoint`` is the rest of it as JSON, ``metadata``
+    its metadata. ``forked``: its parent already had a child when it was put
+    (or it is a second root), so the thread's history branched here."""
+
+    thread = models.ForeignKey(
+        Thread,
+        on_delete=models.CASCADE,
+        related_name="checkpoints",
+        verbose_name=_("thread"),
+        db_index=False,
+    )
+    checkpoint_ns = models.TextField(_("namespace"), blank=True)
+    checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
+    parent_checkpoint_id = models.CharField(
+        _("parent checkpoint id"), max_length=64, null=True, blank=True
+    )
+    checkpoint = models.JSONField(_("checkpoint"))
+    metadata = models.JSONField(_("metadata"), default=dict, blank=True)
+    run_id = models.CharField(_("run id"), max_length=KEY_LENGTH, null=True, blank=True)
+    step = models.IntegerField(_("step"), null=True, blank=True)
+    forked = models.BooleanField(_("forked"), default=False)
+    created_at = models.DateTimeField(_("created at"), db_default=Now())
+
+    class Meta:
+        verbose_name = _("LangGraph checkpoint")
+        verbose_name_plural = _("LangGraph checkpoints")
+        ordering = ["-checkpoint_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "checkpoint_ns", "checkpoint_id"],
+                name="agentstate_checkpoint_id",
+            ),
+        ]
+        indexes = [
+            # what a put looks up: the children of its parent (a fork when there is one)
+            models.Index(
+                fields=["thread", "checkpoint_ns", "parent_checkpoint_id"],
+                name="agentstate_checkpoint_parent",
+            ),
+            where_set("run_id", "agentstate_checkpoint_run"),
+        ]
+
+    def __str__(self) -> str:
+        return self.checkpoint_id
+
+
+class CheckpointBlob(models.Model):
+    """A channel's value at one version, serialized by the saver's serde
+    (``type`` "empty": the channel was emptied, no value)."""
+
+    thread = models.ForeignKey(
+        Thread,
+        on_delete=models.CASCADE,
+        related_name="blobs",
+        verbose_name=_("thread"),
+        db_index=False,
+    )
+    checkpoint_ns = models.TextField(_("namespace"), blank=True)
+    channel = models.CharField(_("channel"), max_length=KEY_LENGTH)
+    version = models.CharField(_("version"), max_length=KEY_LENGTH)
+    type = models.CharField(_("type"), max_length=32)
+    blob = models.BinaryField(_("value"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("LangGraph channel value")
+        verbose_name_plural = _("LangGraph channel values")
+        ordering = ["channel", "version"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "checkpoint_ns", "channel", "version"],
+                name="agentstate_blob_version",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.channel}@{self.version}"
+
+
+class CheckpointWrite(models.Model):
+    """A pending write of a task against a checkpoint, serialized by the saver's serde."""
+
+    thread = models.ForeignKey(
+        Thread,
+        on_delete=models.CASCADE,
+        related_name="writes",
+        verbose_name=_("thread"),
+        db_index=False,
+    )
+    checkpoint_ns = models.TextField(_("namespace"), blank=True)
+    checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
+    task_id = models.CharField(_("task id"), max_length=KEY_LENGTH)
+    task_path = models.TextField(_("task path"), blank=True)
+    idx = models.IntegerField(_("index"))
+    channel = models.CharField(_("channel"), max_length=KEY_LENGTH)
+    type = models.CharField(_("type"), max_length=32)
+    blob = models.BinaryField(_("value"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("LangGraph pending write")
+        verbose_name_plural = _("LangGraph pending writes")
+        ordering = ["task_path", "task_id", "idx"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["thread", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+                name="agentstate_write_task_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}[{self.idx}] {self.channel}"
