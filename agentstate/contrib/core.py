@@ -326,7 +326,18 @@ class Bridge(abc.ABC):
         pending = [r for r in reviews if r.pending]
         if pending:
             return Outcome(run_id, WAITING, pending=pending)
-        return await self.taking(run_id, lambda saved: self._continue(run_id, saved, reviews))
+        return await self.taking(run_id, lambda saved: self._decided(run_id, saved))
+
+    async def _decided(self, run_id: str, saved: Any) -> Outcome:
+        """Go on from ``saved``, just taken, with the reviews read now: the reviews read
+        before the take may be of an earlier stop, which another process resumed (and
+        stopped again) in between. Kept again and ``waiting`` while one is pending."""
+        reviews = await off_loop(self.store.reviews)(run_id)
+        pending = [r for r in reviews if r.pending]
+        if pending:
+            await self.wait(run_id, saved)
+            return Outcome(run_id, WAITING, pending=pending)
+        return await self._continue(run_id, saved, reviews)
 
     async def taking(self, run_id: str, go_on: Callable[[Any], Awaitable[Outcome]]) -> Outcome:
         """Take the run's kept state (exactly once across processes) and go on with it;
