@@ -5,6 +5,7 @@
 # uses Redis when REDIS_URL is set. Extra arguments go to pytest
 # (scripts/test.sh -k claim -x).
 SYNC="--all-extras --group test --group lint --group docs"
+VENV_NAME=.venv
 source "$(dirname "$0")/bootstrap.sh"
 
 # The admin's browser test drives Debian's headless Chromium, never a browser
