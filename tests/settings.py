@@ -98,6 +98,10 @@ REST_FRAMEWORK = {
 
 AGENTSTATE: dict[str, Any] = {}
 
+# The suite's users log in with "pw" at most: Django's default hasher (a million
+# PBKDF2 rounds, by design slow) would cost most tests a CPU-second for nothing.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
