@@ -62,11 +62,17 @@ exec 9>&- # the lock, if taken, is released
 # uv makes and fills the environment with the interpreter picked above, and
 # never downloads one of its own.
 export UV_PROJECT_ENVIRONMENT="$VENV" UV_PYTHON="$PY" UV_PYTHON_DOWNLOADS=never
+# Installed compiled: every process the suite starts (servers, workers, probes)
+# imports the packages from bytecode, also under PYTHONDONTWRITEBYTECODE.
+# .bytecode marks an environment installed so (an older one is synced again).
+export UV_COMPILE_BYTECODE=1
 # shellcheck disable=SC2086  # SYNC is a list of options
-if ! "$UV" sync --locked --check --quiet ${SYNC:-} ${DJANGO:+--no-install-package django} 2>/dev/null; then
+if [ ! -e "$VENV/.bytecode" ] ||
+  ! "$UV" sync --locked --check --quiet ${SYNC:-} ${DJANGO:+--no-install-package django} 2>/dev/null; then
   echo "==> installing the locked dependencies into ${VENV#"$ROOT"/}${DJANGO:+, with Django $DJANGO}"
   # shellcheck disable=SC2086
   "$UV" sync --locked --quiet ${SYNC:-} ${DJANGO:+--no-install-package django}
+  touch "$VENV/.bytecode"
 fi
 if [ -n "$DJANGO" ] && [ "$("$VENV/bin/python" -c 'import django; print(django.__version__)' 2>/dev/null)" != "$DJANGO" ]; then
   "$UV" pip install --quiet --python "$VENV/bin/python" "Django==$DJANGO"
