@@ -44,7 +44,14 @@ SLOW = {"concurrency", "faults", "site"}
 def kind(item: pytest.Item) -> str:
     """The folder under tests/ that holds the test, or ``client``."""
     parts = item.path.relative_to(ROOT).parts
-    return parts[1] if parts[0] == "tests" else "client"
+    if parts[0] != "tests":
+        return "client"
+    if len(parts) == 2:
+        raise pytest.UsageError(
+            f"{item.path.relative_to(ROOT)}: a test module goes in the folder of its kind "
+            "(tests/backends/, tests/api/, ... see docs/development.md)"
+        )
+    return parts[1]
 
 
 def pytest_configure(config):
