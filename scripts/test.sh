@@ -4,8 +4,26 @@
 # test suite. The suite runs on SQLite by default, on PostgreSQL when
 # DATABASE_URL is set; Celery's test uses Redis when REDIS_URL is set. Extra arguments go to pytest
 # (scripts/test.sh -k claim -x).
+#
+#   scripts/test.sh               # every check; the suite on one worker a core (at most 4)
+#   scripts/test.sh --fast        # the suite less its slow tests (-m "not slow"), no other check
+#   scripts/test.sh -n 0 tests/api   # pytest's own -n wins: one process
 SYNC="--all-extras --group test --group lint --group docs"
+VENV_NAME=.venv
 source "$(dirname "$0")/bootstrap.sh"
+FAST=
+if [ "${1:-}" = --fast ]; then
+  FAST=1
+  shift
+fi
+# pytest-xdist: each worker has a database of its own (pytest-django's suffix
+# _gw0, _gw1... on the name) and a Redis database of its own (tests/conftest.py).
+WORKERS=(-n auto --maxprocesses 4 --dist loadgroup)
+
+echo "==> database: ${DATABASE_URL:-SQLite file}; broker: ${REDIS_URL:-file system}"
+if [ -n "$FAST" ]; then
+  exec python -m pytest "${WORKERS[@]}" -m "not slow" "$@"
+fi
 
 # The admin's browser test drives Debian's headless Chromium, never a browser
 # downloaded by Playwright.
@@ -20,14 +38,29 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 
-echo "==> database: ${DATABASE_URL:-SQLite file}; broker: ${REDIS_URL:-file system}"
+# The quick checks first: the first failure stops the command.
 scripts/lock.sh --check
 ruff check --quiet .
 ruff format --check --quiet .
 DJANGO_SETTINGS_MODULE=tests.settings python -m django makemigrations --check --dry-run agentstate
-SITE="$(mktemp -d)"
-NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$SITE"
-rm -rf "$SITE"
-mypy
-lint-imports --no-cache
-exec python -m pytest "$@"
+
+# The documentation, mypy and the layers (lint-imports) take a minute: they run beside the suite, their
+# output held back until it ends, and fail the command as they would before it.
+CHECKS="$(mktemp -d)"
+(
+  NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet --site-dir "$CHECKS/site"
+  mypy
+  lint-imports --no-cache
+) >"$CHECKS/log" 2>&1 &
+CHECKS_PID=$!
+trap 'kill "$CHECKS_PID" 2>/dev/null; rm -rf "$CHECKS"' EXIT
+status=0
+python -m pytest "${WORKERS[@]}" "$@" || status=$?
+if wait "$CHECKS_PID"; then
+  cat "$CHECKS/log"
+else
+  echo "==> the documentation (mkdocs build --strict) or mypy failed:" >&2
+  cat "$CHECKS/log" >&2
+  status=1
+fi
+exit "$status"

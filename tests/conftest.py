@@ -1,15 +1,33 @@
-"""Fixtures shared by the whole suite.
+"""Fixtures shared by the whole suite, and its markers.
 
 The database is the one the settings pick: PostgreSQL when ``DATABASE_URL``
 is set, else a SQLite *file* (several connections can share it), so the
 concurrency tests run on both. Tests marked ``postgres_only`` are deselected
 (not skipped) on SQLite, and ``pgbouncer_only`` ones unless the connection goes
 through PgBouncer (``DATABASE_POOLING=transaction``).
+
+Each folder of ``tests/`` holds one kind of test and marks its tests with the
+folder's name (``backends``, ``api``, ``admin``, ``bridges``, ``adapters``,
+``concurrency``, ``faults``, ``docs``, ``site``; the client's own tests are
+``client``), a marker registered in pyproject.toml. The kinds in ``SLOW`` are
+also marked ``slow``, as are the modules that say so themselves: ``-m "not slow"``
+is the fast loop of docs/development.md.
+
+Under pytest-xdist (``scripts/test.sh`` runs it) each worker has a database of
+its own (pytest-django suffixes its name with the worker's, ``_gw0``...), which
+the servers and workers the tests start are handed, and a Redis database of its
+own: ``REDIS_URL``'s number for the first worker, the one below for the second,
+and so on, so that no worker's Celery takes another's tasks. The tests of
+``tests/site/`` build this checkout (pip, uv) and run on one worker, one after
+another.
 """
 
+import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -17,9 +35,42 @@ from django.contrib.auth.models import Permission
 from django.db import connection, connections
 from rest_framework.test import APIClient
 
+ROOT = Path(__file__).resolve().parent.parent
+
+# Kinds that start servers, workers, clusters or many threads: seconds a test.
+SLOW = {"concurrency", "faults", "site"}
+
+
+def kind(item: pytest.Item) -> str:
+    """The folder under tests/ that holds the test, or ``client``."""
+    parts = item.path.relative_to(ROOT).parts
+    if parts[0] != "tests":
+        return "client"
+    if len(parts) == 2:
+        raise pytest.UsageError(
+            f"{item.path.relative_to(ROOT)}: a test module goes in the folder of its kind "
+            "(tests/backends/, tests/api/, ... see docs/development.md)"
+        )
+    return parts[1]
+
+
+def pytest_configure(config):
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and os.environ.get("REDIS_URL"):
+        url = urlsplit(os.environ["REDIS_URL"])
+        number = (int(url.path.strip("/") or 0) - int(worker.removeprefix("gw"))) % 16
+        os.environ["REDIS_URL"] = urlunsplit(url._replace(path=f"/{number}"))
+
 
 def pytest_collection_modifyitems(config, items):
-    import os
+    for item in items:
+        name = kind(item)
+        # An unregistered name fails under --strict-markers: a new folder is a new marker.
+        item.add_marker(getattr(pytest.mark, name))
+        if name in SLOW:
+            item.add_marker(pytest.mark.slow)
+        if name == "site":
+            item.add_marker(pytest.mark.xdist_group("site"))
 
     from django.conf import settings
 

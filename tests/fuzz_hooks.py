@@ -1,4 +1,4 @@
-"""schemathesis hooks of the positive-data run (tests/test_fuzz.py).
+"""schemathesis hooks of the positive-data run (tests/faults/test_fuzz.py).
 
 An ``owner`` names a user of the site, which no schema can state: every
 generated owner is the fuzzing user itself, so a request is refused for what

@@ -1,7 +1,7 @@
 """Graphs for the GraphBridge tests, and a process that answers or resumes their threads.
 
 Run as ``python -m tests.langgraph_bridge_graphs answer|resume ...`` with Django's
-settings in the environment (``tests.test_pauses_processes.site_env``): it builds
+settings in the environment (``tests.concurrency.test_pauses_processes.site_env``): it builds
 the same graphs as the test process, does what it is told and prints the
 outcome as JSON.
 """

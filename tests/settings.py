@@ -70,10 +70,14 @@ if os.environ.get("DATABASE_URL"):
     if os.environ.get("DATABASE_POOLING") == "transaction":
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 else:
+    # Under pytest-xdist pytest-django names each worker's file SQLITE_PATH_gw0,
+    # _gw1...: a server or worker that a test starts on these settings inherits
+    # PYTEST_XDIST_WORKER, and so opens its test's file.
+    WORKER = os.environ.get("PYTEST_XDIST_WORKER")
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": str(SQLITE_PATH),
+            "NAME": f"{SQLITE_PATH}_{WORKER}" if WORKER else str(SQLITE_PATH),
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 30},
             "TEST": {"NAME": str(SQLITE_PATH)},
         }
@@ -97,6 +101,10 @@ REST_FRAMEWORK = {
 }
 
 AGENTSTATE: dict[str, Any] = {}
+
+# The suite's users log in with "pw" at most: Django's default hasher (a million
+# PBKDF2 rounds, by design slow) would cost most tests a CPU-second for nothing.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 LOGGING = {
     "version": 1,

@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK bridge over REST: ``RemoteStore`` with agentstate-client.
 
-The same scripted agent as ``tests/test_bridge.py``, but every run, request,
+The same scripted agent as ``tests/bridges/test_bridge.py``, but every run, request,
 decision and saved state goes through a live server: the agent's process
 and the reviewer's are clients of it.
 """
@@ -9,7 +9,7 @@ import pytest
 from agents import RunConfig
 
 from agentstate.contrib.openai_agents import BUSY, FINISHED, WAITING, ApprovalBridge, RemoteStore
-from tests.test_bridge import Mailer, done, email
+from tests.bridges.test_bridge import Mailer, done, email
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

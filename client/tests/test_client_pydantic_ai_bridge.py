@@ -1,6 +1,6 @@
 """The Pydantic AI bridge over REST: ``RemoteStore`` with agentstate-client.
 
-The same scripted agent as ``tests/test_pydantic_ai_bridge.py``, but every run,
+The same scripted agent as ``tests/bridges/test_pydantic_ai_bridge.py``, but every run,
 request, decision and kept history goes through a live server: the agent's
 process and the reviewer's are clients of it.
 """
@@ -8,7 +8,7 @@ process and the reviewer's are clients of it.
 import pytest
 
 from agentstate.contrib.pydantic_ai import BUSY, FINISHED, WAITING, DeferredBridge, RemoteStore
-from tests.test_pydantic_ai_bridge import Mailer, done, email, usage_of
+from tests.bridges.test_pydantic_ai_bridge import Mailer, done, email, usage_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,17 +1,11 @@
 """The fault tests: each starts the real processes it needs (a Redis, a PgBouncer, a
 Celery worker, gunicorn) on private ports and stops them, even when it fails.
 
-Every test here is marked ``faults`` (``pytest -m faults`` runs them alone). Those
+Every test here is marked ``faults`` by the folder (``pytest -m faults`` runs them alone). Those
 that need PostgreSQL are also ``postgres_only``, deselected on SQLite.
 """
 
 import pytest
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if "/tests/faults/" in str(item.path).replace("\\", "/"):
-            item.add_marker(pytest.mark.faults)
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.concurrency.test_pauses_processes import ROOT, site_env, stop
 from tests.hardening import free_port
-from tests.test_pauses_processes import ROOT, site_env, stop
 
 
 def wait_until(condition, what: str, seconds: float = 120, processes=()) -> float:

@@ -23,8 +23,8 @@ from rest_framework.authtoken.models import Token
 
 from tests.faults.processes import ROOT, figures
 from tests.faults.proxy import TcpProxy
+from tests.faults.test_outage import Load
 from tests.hardening import LiveServer, database_env, free_port
-from tests.test_outage import Load
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 

@@ -1,6 +1,6 @@
 """A site with agentstate installed without any extra: Django alone.
 
-Used by ``tests/test_extras.py``, which also hides DRF, Celery and the other
+Used by ``tests/site/test_extras.py``, which also hides DRF, Celery and the other
 extras' packages from it, as if they were not installed.
 """
 

@@ -1,6 +1,6 @@
 """A minimal site that only adds agentstate: no DRF settings, no extra apps.
 
-Used by ``tests/test_fresh_site.py`` to show that the app brings its own
+Used by ``tests/site/test_fresh_site.py`` to show that the app brings its own
 error shape, limits, pagination, permissions and schema.
 """
 

@@ -8,7 +8,7 @@ Two places hold the functions' SQL, each for its own reader:
   a file of its own per migration, never changed once released, so that
   replaying the migrations replays history. A change of a function in
   ``CURRENT`` is a new migration whose file creates it again
-  (``tests/test_migrations.py`` checks that the migrations' files, read in
+  (``tests/backends/test_migrations.py`` checks that the migrations' files, read in
   order, define every function as ``CURRENT`` does).
 """
 

@@ -14,8 +14,7 @@ from django.test import Client
 
 from agentstate.conf import agentstate_settings
 from agentstate.models import ApprovalRequest, Run
-
-from .hardening import (
+from tests.hardening import (
     body_operations,
     fill_path,
     resolve,

@@ -25,7 +25,7 @@ from agentstate.models import ApprovalRequest, Event, Run
 from agentstate.services import approvals, context
 from agentstate.tasks import resume_run
 from tests import bridged
-from tests.test_pauses_processes import ROOT, site_env, stop
+from tests.concurrency.test_pauses_processes import ROOT, site_env, stop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -27,7 +27,7 @@ import pytest
 from agentstate.models import ApprovalPolicy, ApprovalRequest
 from agentstate.services import approvals, runs
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -311,7 +311,7 @@ def test_a_registered_bridge_resumes_when_the_last_request_is_decided(reviewer, 
 def test_the_guides_example_runs_as_it_is(capsys):
     """The example of docs/pydantic-ai.md, run as a reader pastes it into
     ``manage.py shell``: it prints what its comments say."""
-    guide = (Path(__file__).resolve().parent.parent / "docs/pydantic-ai.md").read_text()
+    guide = (Path(__file__).resolve().parents[2] / "docs/pydantic-ai.md").read_text()
     example = guide.split("This example runs as it is", 1)[1].split("```python\n", 1)[1]
     example = example.split("```", 1)[0]
     exec(compile(example, "docs/pydantic-ai.md", "exec"), {"__name__": "__main__"})

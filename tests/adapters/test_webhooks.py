@@ -233,7 +233,7 @@ def test_a_name_that_does_not_resolve_yet_is_accepted_and_checked_at_each_attemp
 
 def _docs_receiver() -> str:
     """The receiver example of the webhooks page, as printed there."""
-    page = (Path(__file__).resolve().parent.parent / "docs" / "webhooks.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
     section = page.split("## A receiver", 1)[1]
     return section.split("```python\n", 1)[1].split("```", 1)[0]
 

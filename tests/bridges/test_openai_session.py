@@ -21,10 +21,10 @@ from agentstate.contrib.openai_agents import SESSION_SCOPE, AgentStateSession
 from agentstate.exceptions import BadInput, TypeConflict
 from agentstate.models import Variable
 from agentstate.services import context
-from tests.test_bridge import ScriptedModel
-from tests.test_pauses_processes import site_env
+from tests.bridges.test_bridge import ScriptedModel
+from tests.concurrency.test_pauses_processes import site_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(coroutine_function, *args, **kwargs):

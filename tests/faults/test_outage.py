@@ -24,8 +24,7 @@ import requests
 from django.db import connection
 
 from agentstate.models import Scope, Variable
-
-from .hardening import ROOT, LiveServer, database_env, free_port, row_counts
+from tests.hardening import ROOT, LiveServer, database_env, free_port, row_counts
 
 # Connection refused at request start (both databases)
 

@@ -15,7 +15,7 @@ import pytest
 
 from agentstate.models import Event, PausedRun
 from agentstate.services import pauses
-from tests.test_pauses_processes import ROOT, site_env, stop
+from tests.concurrency.test_pauses_processes import ROOT, site_env, stop
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

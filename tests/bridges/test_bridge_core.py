@@ -18,8 +18,8 @@ from agentstate.contrib.core import EXPIRED, REJECTED, Review
 from agentstate.contrib.langgraph.bridge import _decision as langgraph_decision
 from agentstate.contrib.pydantic_ai import _decision as pydantic_ai_decision
 from agentstate.models import ApprovalRequest
+from tests.bridges.test_bridge import Mailer, done, email
 from tests.bridging import review_in_thread
-from tests.test_bridge import Mailer, done, email
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,7 +20,7 @@ import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,7 +15,7 @@ from django.db import connection
 from agentstate.models import Event, PausedRun
 from agentstate.services.sweep import sweep
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 ROWS = 100_000
 SAMPLE = 10_000

@@ -97,7 +97,7 @@ def test_the_demo_under_runserver_does_not_keep_a_connection_per_request_thread(
         DATABASE_URL="postgres://u@h:5432/d",
         AGENTSTATE_VAR_DIR=tempfile.mkdtemp(prefix="agentstate-site-"),
     )
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
 
     def conn_max_age(*argv: str, **extra: str) -> str:
         done = subprocess.run(
@@ -124,7 +124,7 @@ def hostile_exception_handler(exc, context):
 
 HOSTILE_DRF = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["rest_framework.authentication.BasicAuthentication"],
-    "EXCEPTION_HANDLER": "tests.test_rest_conformance.hostile_exception_handler",
+    "EXCEPTION_HANDLER": "tests.api.test_rest_conformance.hostile_exception_handler",
     "DEFAULT_VERSIONING_CLASS": "rest_framework.versioning.QueryParameterVersioning",
     "ALLOWED_VERSIONS": ["9"],
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],

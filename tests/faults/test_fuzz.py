@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from rest_framework.authtoken.models import Token
 
-from .hardening import LiveServer, database_env
+from tests.hardening import LiveServer, database_env
 
 EXAMPLES = os.environ.get("AGENTSTATE_FUZZ_EXAMPLES", "50")
 SEED = os.environ.get("AGENTSTATE_FUZZ_SEED", "20240605")

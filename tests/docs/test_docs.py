@@ -16,7 +16,7 @@ from agentstate import signals
 from agentstate.api import urls as api_urls
 from agentstate.conf import DEFAULTS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 

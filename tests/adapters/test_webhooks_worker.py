@@ -19,7 +19,7 @@ from django.db import transaction
 
 from agentstate.models import Delivery
 from agentstate.services import approvals, runs, webhooks
-from tests.test_pauses_processes import ROOT, site_env, stop
+from tests.concurrency.test_pauses_processes import ROOT, site_env, stop
 from tests.webhook_receiver import kinds, receiving
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -30,8 +30,7 @@ from agentstate.models import (
     Variable,
 )
 from agentstate.services import approvals, budgets, context, pauses, runs
-
-from .hardening import fill_path, operations
+from tests.hardening import fill_path, operations
 
 pytestmark = pytest.mark.django_db
 

@@ -1,8 +1,8 @@
 """Budgets (docs/concepts.md, "Budgets"): caps of a run or of every run of a user,
 enforced by add_usage, set and read through the Python API, REST and the admin.
 
-The races are in tests/test_budgets_concurrency.py; the one-round-trip counts in
-tests/test_runs_queries.py; who may read and set them in tests/test_access.py.
+The races are in tests/concurrency/test_budgets_concurrency.py; the one-round-trip counts in
+tests/backends/test_runs_queries.py; who may read and set them in tests/api/test_access.py.
 """
 
 import datetime as dt
@@ -19,8 +19,7 @@ from agentstate.admin.budgets import UserBudgetInline, add_user_budget_inline
 from agentstate.exceptions import BadInput, BudgetExceeded, UsageOverflow, UserNotFound
 from agentstate.models import Budget, Event, Run
 from agentstate.services import budgets, runs
-
-from .hardening import row_counts
+from tests.hardening import row_counts
 
 pytestmark = pytest.mark.django_db
 

@@ -21,9 +21,15 @@ from agentstate.contrib.langgraph import AgentStateSaver, GraphBridge
 from agentstate.exceptions import AlreadyClaimed, BadInput, Conflict, PauseNotFound
 from agentstate.models import ApprovalRequest, PausedRun, Run
 from agentstate.services import approvals
-
-from .langgraph_bridge_graphs import Effects, Mailer, emails, question_graph, says, two_in_a_row
-from .test_pauses_processes import ROOT, site_env
+from tests.concurrency.test_pauses_processes import ROOT, site_env
+from tests.langgraph_bridge_graphs import (
+    Effects,
+    Mailer,
+    emails,
+    question_graph,
+    says,
+    two_in_a_row,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
