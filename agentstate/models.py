@@ -21,6 +21,12 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.fields import (
+    ExactCharField,
+    ExactTextField,
+    TextPrefixIndex,
+    TextUniqueConstraint,
+)
 from agentstate.querysets import ApprovalRequestQuerySet, PausedRunQuerySet
 
 if TYPE_CHECKING:
@@ -42,7 +48,7 @@ class Scope(models.Model):
     Keys are unique per owner; ``owner=None`` is the site's own namespace.
     """
 
-    key = models.CharField(_("key"), max_length=KEY_LENGTH)
+    key = ExactCharField(_("key"), max_length=KEY_LENGTH)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
@@ -84,7 +90,7 @@ class Variable(models.Model):
         verbose_name=_("scope"),
         db_index=False,
     )
-    name = models.CharField(_("name"), max_length=KEY_LENGTH)
+    name = ExactCharField(_("name"), max_length=KEY_LENGTH)
     is_list = models.BooleanField(_("is a list"), default=False)
     value = models.JSONField(_("value"), null=True, blank=True)
     head = models.BigIntegerField(_("position of the first element"), default=0)
@@ -146,9 +152,9 @@ class PausedRun(models.Model):
         RESOLVED = "resolved", _("resolved")
         EXPIRED = "expired", _("expired")
 
-    chat_id = models.CharField(_("chat id"), max_length=KEY_LENGTH)
-    tool_call_id = models.CharField(_("tool call id"), max_length=KEY_LENGTH)
-    owner = models.CharField(
+    chat_id = ExactCharField(_("chat id"), max_length=KEY_LENGTH)
+    tool_call_id = ExactCharField(_("tool call id"), max_length=KEY_LENGTH)
+    owner = ExactCharField(
         _("owner"), max_length=KEY_LENGTH, help_text=_("The principal who may answer.")
     )
     created_by = models.ForeignKey(
@@ -228,7 +234,7 @@ class Run(models.Model):
         "reasoning_tokens",
     )
 
-    run_id = models.CharField(_("run id"), max_length=RUN_ID_LENGTH, unique=True)
+    run_id = ExactCharField(_("run id"), max_length=RUN_ID_LENGTH, unique=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -278,7 +284,7 @@ class ApprovalRecord(models.Model):
         verbose_name=_("run"),
         db_index=False,
     )
-    tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
+    tool_name = ExactCharField(_("tool name"), max_length=KEY_LENGTH)
     approved_always = models.BooleanField(_("approved permanently"), null=True, blank=True)
     rejected_always = models.BooleanField(_("rejected permanently"), null=True, blank=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
@@ -313,7 +319,7 @@ class ApprovalCall(models.Model):
     record = models.ForeignKey(
         ApprovalRecord, on_delete=models.CASCADE, related_name="calls", db_index=False
     )
-    call_id = models.CharField(_("call id"), max_length=KEY_LENGTH)
+    call_id = ExactCharField(_("call id"), max_length=KEY_LENGTH)
     decision = models.CharField(_("decision"), max_length=8, choices=Decision.choices)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -357,8 +363,8 @@ class ApprovalRequest(models.Model):
         verbose_name=_("run"),
         db_index=False,
     )
-    tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
-    call_id = models.CharField(_("call id"), max_length=KEY_LENGTH)
+    tool_name = ExactCharField(_("tool name"), max_length=KEY_LENGTH)
+    call_id = ExactCharField(_("call id"), max_length=KEY_LENGTH)
     arguments = models.JSONField(_("arguments"), null=True, blank=True)
     status = models.CharField(
         _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
@@ -431,7 +437,7 @@ class ApprovalPolicy(models.Model):
         APPROVE = "approve", _("approve")
         REJECT = "reject", _("reject")
 
-    tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
+    tool_name = ExactCharField(_("tool name"), max_length=KEY_LENGTH)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
@@ -593,7 +599,7 @@ class Event(models.Model):
         db_index=False,
     )
     object_type = models.CharField(_("object type"), max_length=32)
-    object_id = models.CharField(_("object id"), max_length=2 * KEY_LENGTH + 1)
+    object_id = ExactCharField(_("object id"), max_length=2 * KEY_LENGTH + 1)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -603,7 +609,7 @@ class Event(models.Model):
         verbose_name=_("object created by"),
         db_index=False,
     )
-    owner = models.CharField(_("object owner"), max_length=KEY_LENGTH, blank=True)
+    owner = ExactCharField(_("object owner"), max_length=KEY_LENGTH, blank=True)
     details = models.JSONField(_("details"), default=dict, blank=True)
     created_at = models.DateTimeField(_("created at"), db_default=Now(), db_index=True)
 
@@ -727,7 +733,7 @@ class Thread(models.Model):
     checkpoints, their channel values and pending writes hang off it, and
     ``updated_at`` (every put) is what ``AGENTSTATE["THREAD_TTL"]`` measures."""
 
-    thread_id = models.CharField(_("thread id"), max_length=KEY_LENGTH)
+    thread_id = ExactCharField(_("thread id"), max_length=KEY_LENGTH)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
     updated_at = models.DateTimeField(_("updated at"), db_default=Now())
 
@@ -756,14 +762,14 @@ class Checkpoint(models.Model):
         verbose_name=_("thread"),
         db_index=False,
     )
-    checkpoint_ns = models.TextField(_("namespace"), blank=True)
-    checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
-    parent_checkpoint_id = models.CharField(
+    checkpoint_ns = ExactTextField(_("namespace"), blank=True)
+    checkpoint_id = ExactCharField(_("checkpoint id"), max_length=64)
+    parent_checkpoint_id = ExactCharField(
         _("parent checkpoint id"), max_length=64, null=True, blank=True
     )
     checkpoint = models.JSONField(_("checkpoint"))
     metadata = models.JSONField(_("metadata"), default=dict, blank=True)
-    run_id = models.CharField(_("run id"), max_length=KEY_LENGTH, null=True, blank=True)
+    run_id = ExactCharField(_("run id"), max_length=KEY_LENGTH, null=True, blank=True)
     step = models.IntegerField(_("step"), null=True, blank=True)
     forked = models.BooleanField(_("forked"), default=False)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
@@ -773,14 +779,14 @@ class Checkpoint(models.Model):
         verbose_name_plural = _("LangGraph checkpoints")
         ordering = ["-checkpoint_id"]
         constraints = [
-            models.UniqueConstraint(
+            TextUniqueConstraint(
                 fields=["thread", "checkpoint_ns", "checkpoint_id"],
                 name="agentstate_checkpoint_id",
             ),
         ]
         indexes = [
             # what a put looks up: the children of its parent (a fork when there is one)
-            models.Index(
+            TextPrefixIndex(
                 fields=["thread", "checkpoint_ns", "parent_checkpoint_id"],
                 name="agentstate_checkpoint_parent",
             ),
@@ -802,9 +808,9 @@ class CheckpointBlob(models.Model):
         verbose_name=_("thread"),
         db_index=False,
     )
-    checkpoint_ns = models.TextField(_("namespace"), blank=True)
-    channel = models.CharField(_("channel"), max_length=KEY_LENGTH)
-    version = models.CharField(_("version"), max_length=KEY_LENGTH)
+    checkpoint_ns = ExactTextField(_("namespace"), blank=True)
+    channel = ExactCharField(_("channel"), max_length=KEY_LENGTH)
+    version = ExactCharField(_("version"), max_length=KEY_LENGTH)
     type = models.CharField(_("type"), max_length=32)
     blob = models.BinaryField(_("value"), null=True, blank=True)
 
@@ -813,7 +819,7 @@ class CheckpointBlob(models.Model):
         verbose_name_plural = _("LangGraph channel values")
         ordering = ["channel", "version"]
         constraints = [
-            models.UniqueConstraint(
+            TextUniqueConstraint(
                 fields=["thread", "checkpoint_ns", "channel", "version"],
                 name="agentstate_blob_version",
             ),
@@ -833,12 +839,12 @@ class CheckpointWrite(models.Model):
         verbose_name=_("thread"),
         db_index=False,
     )
-    checkpoint_ns = models.TextField(_("namespace"), blank=True)
-    checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
-    task_id = models.CharField(_("task id"), max_length=KEY_LENGTH)
+    checkpoint_ns = ExactTextField(_("namespace"), blank=True)
+    checkpoint_id = ExactCharField(_("checkpoint id"), max_length=64)
+    task_id = ExactCharField(_("task id"), max_length=KEY_LENGTH)
     task_path = models.TextField(_("task path"), blank=True)
     idx = models.IntegerField(_("index"))
-    channel = models.CharField(_("channel"), max_length=KEY_LENGTH)
+    channel = ExactCharField(_("channel"), max_length=KEY_LENGTH)
     type = models.CharField(_("type"), max_length=32)
     blob = models.BinaryField(_("value"), null=True, blank=True)
 
@@ -847,7 +853,7 @@ class CheckpointWrite(models.Model):
         verbose_name_plural = _("LangGraph pending writes")
         ordering = ["task_path", "task_id", "idx"]
         constraints = [
-            models.UniqueConstraint(
+            TextUniqueConstraint(
                 fields=["thread", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
                 name="agentstate_write_task_idx",
             ),

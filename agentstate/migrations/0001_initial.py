@@ -7,6 +7,8 @@ import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
+import agentstate.fields
+
 
 class Migration(migrations.Migration):
     initial = True
@@ -25,7 +27,7 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("run_id", models.CharField(max_length=128, unique=True, verbose_name="run id")),
+                ("run_id", agentstate.fields.ExactCharField(max_length=128, unique=True, verbose_name="run id")),
                 ("context", models.JSONField(blank=True, default=dict, verbose_name="context")),
                 ("requests", models.PositiveBigIntegerField(default=0, verbose_name="requests")),
                 (
@@ -83,7 +85,7 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("tool_name", models.CharField(max_length=255, verbose_name="tool name")),
+                ("tool_name", agentstate.fields.ExactCharField(max_length=255, verbose_name="tool name")),
                 (
                     "approved_always",
                     models.BooleanField(blank=True, null=True, verbose_name="approved permanently"),
@@ -129,7 +131,7 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("key", models.CharField(max_length=255, verbose_name="key")),
+                ("key", agentstate.fields.ExactCharField(max_length=255, verbose_name="key")),
                 (
                     "created_at",
                     models.DateTimeField(
@@ -164,7 +166,7 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("name", models.CharField(max_length=255, verbose_name="name")),
+                ("name", agentstate.fields.ExactCharField(max_length=255, verbose_name="name")),
                 ("is_list", models.BooleanField(default=False, verbose_name="is a list")),
                 ("value", models.JSONField(blank=True, null=True, verbose_name="value")),
                 (
@@ -234,7 +236,7 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("call_id", models.CharField(max_length=255, verbose_name="call id")),
+                ("call_id", agentstate.fields.ExactCharField(max_length=255, verbose_name="call id")),
                 (
                     "decision",
                     models.CharField(
@@ -298,10 +300,10 @@ class Migration(migrations.Migration):
                 ("kind", models.CharField(db_index=True, max_length=64, verbose_name="kind")),
                 ("actor", models.CharField(blank=True, max_length=255, verbose_name="actor")),
                 ("object_type", models.CharField(max_length=32, verbose_name="object type")),
-                ("object_id", models.CharField(max_length=511, verbose_name="object id")),
+                ("object_id", agentstate.fields.ExactCharField(max_length=511, verbose_name="object id")),
                 (
                     "owner",
-                    models.CharField(blank=True, max_length=255, verbose_name="object owner"),
+                    agentstate.fields.ExactCharField(blank=True, max_length=255, verbose_name="object owner"),
                 ),
                 ("details", models.JSONField(blank=True, default=dict, verbose_name="details")),
                 (
@@ -355,11 +357,11 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("chat_id", models.CharField(max_length=255, verbose_name="chat id")),
-                ("tool_call_id", models.CharField(max_length=255, verbose_name="tool call id")),
+                ("chat_id", agentstate.fields.ExactCharField(max_length=255, verbose_name="chat id")),
+                ("tool_call_id", agentstate.fields.ExactCharField(max_length=255, verbose_name="tool call id")),
                 (
                     "owner",
-                    models.CharField(
+                    agentstate.fields.ExactCharField(
                         help_text="The principal who may answer.",
                         max_length=255,
                         verbose_name="owner",
@@ -446,8 +448,8 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("tool_name", models.CharField(max_length=255, verbose_name="tool name")),
-                ("call_id", models.CharField(max_length=255, verbose_name="call id")),
+                ("tool_name", agentstate.fields.ExactCharField(max_length=255, verbose_name="tool name")),
+                ("call_id", agentstate.fields.ExactCharField(max_length=255, verbose_name="call id")),
                 ("arguments", models.JSONField(blank=True, null=True, verbose_name="arguments")),
                 (
                     "status",

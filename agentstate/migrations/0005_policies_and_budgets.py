@@ -5,6 +5,8 @@ import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
+import agentstate.fields
+
 from agentstate.backends import postgresql
 
 
@@ -50,7 +52,7 @@ class Migration(migrations.Migration):
             name='ApprovalPolicy',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool_name', models.CharField(max_length=255, verbose_name='tool name')),
+                ('tool_name', agentstate.fields.ExactCharField(max_length=255, verbose_name='tool name')),
                 ('arguments', models.JSONField(blank=True, help_text='A call matches when its arguments contain these (every key equal, recursively). None: any arguments.', null=True, verbose_name='arguments to match')),
                 ('decision', models.CharField(choices=[('approve', 'approve'), ('reject', 'reject')], max_length=8, verbose_name='decision')),
                 ('expires_at', models.DateTimeField(blank=True, null=True, verbose_name='expires at')),
