@@ -18,18 +18,25 @@ R = TypeVar("R")
 M = TypeVar("M", bound=models.Model)
 
 ATTEMPTS = 5
-# A serialization failure and a deadlock: the only errors worth running again.
+# The only errors worth running again: a serialization failure and a deadlock
+# (PostgreSQL's SQLSTATEs), a deadlock and a lock wait timeout (MySQL's and
+# MariaDB's error numbers), SQLite's busy errors. Never a constraint violation.
 RETRIED_SQLSTATES = frozenset({"40001", "40P01"})
+RETRIED_MYSQL_ERRORS = frozenset({1213, 1205})
+SQLITE_BUSY = ("database is locked", "database table is locked")
 
 
 def is_retryable(error: Exception) -> bool:
-    """A serialization failure or deadlock (PostgreSQL), or SQLite's busy error;
-    never a constraint violation."""
+    """Whether ``error`` lost a race that running the transaction again can win
+    (``RETRIED_*``); never a constraint violation."""
     if not isinstance(error, OperationalError):
         return False
     if getattr(error.__cause__, "sqlstate", None) in RETRIED_SQLSTATES:
         return True
-    return "database is locked" in str(error) or "database table is locked" in str(error)
+    # mysqlclient's errors, and Django's copies of them, carry (number, message)
+    if error.args and error.args[0] in RETRIED_MYSQL_ERRORS:
+        return True
+    return any(busy in str(error) for busy in SQLITE_BUSY)
 
 
 def atomic(alias: str, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:

@@ -41,7 +41,7 @@ class ContextOperations(Operations):
         scopes = self.rows(Scope)
         if lock:
             # Held while a variable is added, so the scope cannot be deleted meanwhile.
-            scopes = scopes.select_for_update(no_key=True)
+            scopes = self.lock_no_key(scopes)
         return scopes.filter(key=key, owner_id=owner_id).first()
 
     def _existing_scope(self, key: str, owner_id: int | None) -> Scope:
@@ -68,11 +68,8 @@ class ContextOperations(Operations):
         variable = None if scope is None else self._locked(scope, name)
         if variable is None:
             scope = self._ensure_scope(scope_key, owner_id)
-            self.rows(Variable).bulk_create(
-                [Variable(scope=scope, name=name, version=0)],
-                update_conflicts=True,
-                unique_fields=["scope", "name"],
-                update_fields=["name"],
+            self.upsert(
+                Variable, [Variable(scope=scope, name=name, version=0)], ["scope", "name"], ["name"]
             )
             # The upsert made the row or met a racing creator's: it is there, and locked.
             variable = cast(Variable, self._locked(scope, name))
