@@ -10,6 +10,7 @@ InnoDB takes no gap locks, which REPEATABLE READ's inserts deadlock on.
 
 import os
 from typing import Any
+from urllib.parse import quote
 
 import dj_database_url
 
@@ -27,3 +28,14 @@ def from_url(url: str, **kwargs: Any) -> dict[str, Any]:
     if os.environ.get("DATABASE_POOLING") == "transaction":
         config["DISABLE_SERVER_SIDE_CURSORS"] = True
     return config
+
+
+def url_of(config: dict[str, Any]) -> str:
+    """The ``DATABASE_URL`` of a PostgreSQL or MySQL/MariaDB database's settings
+    (what a subprocess of the tests is given to use the same database)."""
+    scheme = "mysql" if config["ENGINE"] == "django.db.backends.mysql" else "postgres"
+    user = quote(config.get("USER") or ("root" if scheme == "mysql" else "postgres"), safe="")
+    password = f":{quote(config['PASSWORD'], safe='')}" if config.get("PASSWORD") else ""
+    host = config.get("HOST") or "127.0.0.1"
+    port = config.get("PORT") or (3306 if scheme == "mysql" else 5432)
+    return f"{scheme}://{user}{password}@{host}:{port}/{quote(config['NAME'], safe='')}"
