@@ -2,6 +2,8 @@
 
 import functools
 import json
+import random
+import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -18,6 +20,8 @@ R = TypeVar("R")
 M = TypeVar("M", bound=models.Model)
 
 ATTEMPTS = 5
+# The first retry waits up to this many seconds, each next one up to twice as long.
+BACKOFF = 0.005
 # The only errors worth running again: a serialization failure and a deadlock
 # (PostgreSQL's SQLSTATEs), a deadlock and a lock wait timeout (MySQL's and
 # MariaDB's error numbers), SQLite's busy errors. Never a constraint violation.
@@ -43,16 +47,25 @@ def atomic(alias: str, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) 
     """``func`` in one transaction on ``alias``, run again when it lost a race
     (``is_retryable``). Inside a caller's transaction there is nothing to run
     again: ``func`` runs in a savepoint, so a refusal leaves none of its writes."""
-    if connections[alias].in_atomic_block:
+
+    def once() -> R:
         with transaction.atomic(using=alias):
             return func(*args, **kwargs)
+
+    return once() if connections[alias].in_atomic_block else retried(once)
+
+
+def retried(func: Callable[[], R]) -> R:
+    """``func()``, run again (at most ``ATTEMPTS`` times in all) while it loses a race
+    (``is_retryable``), after a random pause that doubles each time, so that the
+    transactions that deadlocked do not meet again in step."""
     for attempt in range(ATTEMPTS):
         try:
-            with transaction.atomic(using=alias):
-                return func(*args, **kwargs)
+            return func()
         except OperationalError as error:
             if attempt == ATTEMPTS - 1 or not is_retryable(error):
                 raise
+            time.sleep(random.uniform(0, BACKOFF * 2**attempt))
     raise AssertionError("unreachable")
 
 
@@ -127,13 +140,7 @@ def _run(alias: str, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
     if connection.in_atomic_block:
         with transaction.atomic(using=alias):
             return _fetch(connection, sql, params)
-    for attempt in range(ATTEMPTS):
-        try:
-            return _fetch(connection, sql, params)
-        except OperationalError as error:
-            if attempt == ATTEMPTS - 1 or not is_retryable(error):
-                raise
-    raise AssertionError("unreachable")
+    return retried(lambda: _fetch(connection, sql, params))
 
 
 def _fetch(connection: Any, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
