@@ -37,24 +37,22 @@ def exact_collation(connection: BaseDatabaseWrapper) -> str | None:
     return "utf8mb4_nopad_bin" if connection.mysql_is_mariadb else "utf8mb4_0900_bin"  # type: ignore[attr-defined]
 
 
-class ExactCharField(models.CharField):
+class ExactCollation:
+    """A text field's column with the exact collation of the database, if any."""
+
+    def db_parameters(self, connection: BaseDatabaseWrapper) -> dict[str, Any]:
+        params: dict[str, Any] = super().db_parameters(connection)  # type: ignore[misc]
+        if params.get("collation") is None:
+            params["collation"] = exact_collation(connection)
+        return params
+
+
+class ExactCharField(ExactCollation, models.CharField):
     """A ``CharField`` compared byte for byte on every database."""
 
-    def db_parameters(self, connection: BaseDatabaseWrapper) -> dict[str, Any]:
-        params = super().db_parameters(connection)
-        if params.get("collation") is None:
-            params["collation"] = exact_collation(connection)
-        return params
 
-
-class ExactTextField(models.TextField):
+class ExactTextField(ExactCollation, models.TextField):
     """A ``TextField`` compared byte for byte on every database."""
-
-    def db_parameters(self, connection: BaseDatabaseWrapper) -> dict[str, Any]:
-        params = super().db_parameters(connection)
-        if params.get("collation") is None:
-            params["collation"] = exact_collation(connection)
-        return params
 
 
 def _is_text(model: Any, name: str) -> bool:
