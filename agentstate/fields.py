@@ -55,6 +55,29 @@ class ExactTextField(ExactCollation, models.TextField):
     """A ``TextField`` compared byte for byte on every database."""
 
 
+class AnyDepthJSONField(models.JSONField):
+    """A ``JSONField`` that holds JSON of any depth on every database.
+
+    MariaDB's JSON type checks each value with ``JSON_VALID``, which refuses
+    nesting deeper than 32, below the depth the app accepts
+    (``MAX_JSON_DEPTH``, 64 by default); there this column is the text that
+    type stands for, without the check (every value is JSON the app made).
+    Elsewhere it is Django's own."""
+
+    def db_type(self, connection: BaseDatabaseWrapper) -> str | None:
+        if _mariadb(connection):
+            # what MariaDB's own JSON type is, without the check it adds
+            return "longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+        return super().db_type(connection)
+
+    def db_check(self, connection: BaseDatabaseWrapper) -> str | None:
+        return None if _mariadb(connection) else super().db_check(connection)
+
+
+def _mariadb(connection: BaseDatabaseWrapper) -> bool:
+    return connection.vendor == "mysql" and bool(connection.mysql_is_mariadb)  # type: ignore[attr-defined]
+
+
 def _is_text(model: Any, name: str) -> bool:
     return isinstance(model._meta.get_field(name), models.TextField)
 

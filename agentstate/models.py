@@ -22,6 +22,7 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from agentstate.fields import (
+    AnyDepthJSONField,
     ExactCharField,
     ExactTextField,
     TextPrefixIndex,
@@ -92,7 +93,7 @@ class Variable(models.Model):
     )
     name = ExactCharField(_("name"), max_length=KEY_LENGTH)
     is_list = models.BooleanField(_("is a list"), default=False)
-    value = models.JSONField(_("value"), null=True, blank=True)
+    value = AnyDepthJSONField(_("value"), null=True, blank=True)
     head = models.BigIntegerField(_("position of the first element"), default=0)
     tail = models.BigIntegerField(_("position after the last element"), default=0)
     version = models.PositiveBigIntegerField(_("version"), default=1)
@@ -127,7 +128,7 @@ class Element(models.Model):
         Variable, on_delete=models.CASCADE, related_name="elements", db_index=False
     )
     position = models.BigIntegerField()
-    value = models.JSONField(null=True)
+    value = AnyDepthJSONField(null=True)
 
     class Meta:
         verbose_name = _("list element")
@@ -170,7 +171,7 @@ class PausedRun(models.Model):
     status = models.CharField(
         _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
     )
-    payload = models.JSONField(_("payload"), null=True, blank=True)
+    payload = AnyDepthJSONField(_("payload"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
     expires_at = models.DateTimeField(_("expires at"))
     claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)
@@ -243,7 +244,7 @@ class Run(models.Model):
         related_name="+",
         verbose_name=_("created by"),
     )
-    context = models.JSONField(_("context"), default=dict, blank=True)
+    context = AnyDepthJSONField(_("context"), default=dict, blank=True)
     requests = models.PositiveBigIntegerField(_("requests"), default=0)
     input_tokens = models.PositiveBigIntegerField(_("input tokens"), default=0)
     output_tokens = models.PositiveBigIntegerField(_("output tokens"), default=0)
@@ -365,7 +366,7 @@ class ApprovalRequest(models.Model):
     )
     tool_name = ExactCharField(_("tool name"), max_length=KEY_LENGTH)
     call_id = ExactCharField(_("call id"), max_length=KEY_LENGTH)
-    arguments = models.JSONField(_("arguments"), null=True, blank=True)
+    arguments = AnyDepthJSONField(_("arguments"), null=True, blank=True)
     status = models.CharField(
         _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
     )
@@ -397,7 +398,7 @@ class ApprovalRequest(models.Model):
         verbose_name=_("decided by policy"),
         db_index=False,
     )
-    approved_arguments = models.JSONField(
+    approved_arguments = AnyDepthJSONField(
         _("approved arguments"),
         null=True,
         blank=True,
@@ -448,7 +449,7 @@ class ApprovalPolicy(models.Model):
         help_text=_("None: the runs of every user."),
         db_index=False,
     )
-    arguments = models.JSONField(
+    arguments = AnyDepthJSONField(
         _("arguments to match"),
         null=True,
         blank=True,
@@ -610,7 +611,7 @@ class Event(models.Model):
         db_index=False,
     )
     owner = ExactCharField(_("object owner"), max_length=KEY_LENGTH, blank=True)
-    details = models.JSONField(_("details"), default=dict, blank=True)
+    details = AnyDepthJSONField(_("details"), default=dict, blank=True)
     created_at = models.DateTimeField(_("created at"), db_default=Now(), db_index=True)
 
     # Not a column: the ids of the webhook deliveries ``events.save`` wrote with it.
@@ -638,7 +639,7 @@ class Webhook(models.Model):
 
     url = models.URLField(_("URL"), max_length=2000)
     secret = models.CharField(_("secret"), max_length=100, editable=False)
-    kinds = models.JSONField(
+    kinds = AnyDepthJSONField(
         _("event kinds"), default=list, blank=True, help_text=_("None: every kind.")
     )
     active = models.BooleanField(_("active"), default=True)
@@ -767,8 +768,8 @@ class Checkpoint(models.Model):
     parent_checkpoint_id = ExactCharField(
         _("parent checkpoint id"), max_length=64, null=True, blank=True
     )
-    checkpoint = models.JSONField(_("checkpoint"))
-    metadata = models.JSONField(_("metadata"), default=dict, blank=True)
+    checkpoint = AnyDepthJSONField(_("checkpoint"))
+    metadata = AnyDepthJSONField(_("metadata"), default=dict, blank=True)
     run_id = ExactCharField(_("run id"), max_length=KEY_LENGTH, null=True, blank=True)
     step = models.IntegerField(_("step"), null=True, blank=True)
     forked = models.BooleanField(_("forked"), default=False)

@@ -28,7 +28,7 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("run_id", agentstate.fields.ExactCharField(max_length=128, unique=True, verbose_name="run id")),
-                ("context", models.JSONField(blank=True, default=dict, verbose_name="context")),
+                ("context", agentstate.fields.AnyDepthJSONField(blank=True, default=dict, verbose_name="context")),
                 ("requests", models.PositiveBigIntegerField(default=0, verbose_name="requests")),
                 (
                     "input_tokens",
@@ -168,7 +168,7 @@ class Migration(migrations.Migration):
                 ),
                 ("name", agentstate.fields.ExactCharField(max_length=255, verbose_name="name")),
                 ("is_list", models.BooleanField(default=False, verbose_name="is a list")),
-                ("value", models.JSONField(blank=True, null=True, verbose_name="value")),
+                ("value", agentstate.fields.AnyDepthJSONField(blank=True, null=True, verbose_name="value")),
                 (
                     "head",
                     models.BigIntegerField(default=0, verbose_name="position of the first element"),
@@ -211,7 +211,7 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("position", models.BigIntegerField()),
-                ("value", models.JSONField(null=True)),
+                ("value", agentstate.fields.AnyDepthJSONField(null=True)),
                 (
                     "variable",
                     models.ForeignKey(
@@ -305,7 +305,7 @@ class Migration(migrations.Migration):
                     "owner",
                     agentstate.fields.ExactCharField(blank=True, max_length=255, verbose_name="object owner"),
                 ),
-                ("details", models.JSONField(blank=True, default=dict, verbose_name="details")),
+                ("details", agentstate.fields.AnyDepthJSONField(blank=True, default=dict, verbose_name="details")),
                 (
                     "created_at",
                     models.DateTimeField(
@@ -382,7 +382,7 @@ class Migration(migrations.Migration):
                         verbose_name="status",
                     ),
                 ),
-                ("payload", models.JSONField(blank=True, null=True, verbose_name="payload")),
+                ("payload", agentstate.fields.AnyDepthJSONField(blank=True, null=True, verbose_name="payload")),
                 (
                     "created_at",
                     models.DateTimeField(
@@ -450,7 +450,7 @@ class Migration(migrations.Migration):
                 ),
                 ("tool_name", agentstate.fields.ExactCharField(max_length=255, verbose_name="tool name")),
                 ("call_id", agentstate.fields.ExactCharField(max_length=255, verbose_name="call id")),
-                ("arguments", models.JSONField(blank=True, null=True, verbose_name="arguments")),
+                ("arguments", agentstate.fields.AnyDepthJSONField(blank=True, null=True, verbose_name="arguments")),
                 (
                     "status",
                     models.CharField(

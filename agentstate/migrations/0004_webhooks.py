@@ -5,6 +5,8 @@ import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
+import agentstate.fields
+
 from agentstate.backends import postgresql
 
 
@@ -64,7 +66,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('url', models.URLField(max_length=2000, verbose_name='URL')),
                 ('secret', models.CharField(editable=False, max_length=100, verbose_name='secret')),
-                ('kinds', models.JSONField(blank=True, default=list, help_text='None: every kind.', verbose_name='event kinds')),
+                ('kinds', agentstate.fields.AnyDepthJSONField(blank=True, default=list, help_text='None: every kind.', verbose_name='event kinds')),
                 ('active', models.BooleanField(default=True, verbose_name='active')),
                 ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='created at')),
                 ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by')),

@@ -46,14 +46,14 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='approvalrequest',
             name='approved_arguments',
-            field=models.JSONField(blank=True, help_text='What the reviewer approved instead of the filed arguments.', null=True, verbose_name='approved arguments'),
+            field=agentstate.fields.AnyDepthJSONField(blank=True, help_text='What the reviewer approved instead of the filed arguments.', null=True, verbose_name='approved arguments'),
         ),
         migrations.CreateModel(
             name='ApprovalPolicy',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('tool_name', agentstate.fields.ExactCharField(max_length=255, verbose_name='tool name')),
-                ('arguments', models.JSONField(blank=True, help_text='A call matches when its arguments contain these (every key equal, recursively). None: any arguments.', null=True, verbose_name='arguments to match')),
+                ('arguments', agentstate.fields.AnyDepthJSONField(blank=True, help_text='A call matches when its arguments contain these (every key equal, recursively). None: any arguments.', null=True, verbose_name='arguments to match')),
                 ('decision', models.CharField(choices=[('approve', 'approve'), ('reject', 'reject')], max_length=8, verbose_name='decision')),
                 ('expires_at', models.DateTimeField(blank=True, null=True, verbose_name='expires at')),
                 ('reason', models.TextField(blank=True, verbose_name='reason')),

@@ -2,6 +2,8 @@
 
 from typing import Any, cast
 
+from django.db import connections
+
 from agentstate.backends.base import Owner
 from agentstate.exceptions import (
     ScopeNotFound,
@@ -64,7 +66,16 @@ class ContextOperations(Operations):
         """The variable's row, locked; a new one is made at version 0 (every caller
         changes it before it commits). The upsert leaves the row locked by this
         transaction whether it inserted it or met a racing creator's."""
-        scope = self._scope(scope_key, owner_id)
+        features = connections[self.alias].features
+        if features.has_select_for_update and not features.has_select_for_no_key_update:
+            # The scope's lock is exclusive here (MySQL, MariaDB): taken before the
+            # variable's, in the order every writer takes them. A variable's lock
+            # first would be held on a row a pop just deleted (InnoDB keeps it)
+            # while this transaction waits for the scope that a creator holds,
+            # who waits for that row: a deadlock at every emptied list.
+            scope: Scope | None = self._ensure_scope(scope_key, owner_id)
+        else:
+            scope = self._scope(scope_key, owner_id)
         variable = None if scope is None else self._locked(scope, name)
         if variable is None:
             scope = self._ensure_scope(scope_key, owner_id)
