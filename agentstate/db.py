@@ -2,6 +2,8 @@
 
 import functools
 import json
+import random
+import time
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -18,34 +20,52 @@ R = TypeVar("R")
 M = TypeVar("M", bound=models.Model)
 
 ATTEMPTS = 5
-# A serialization failure and a deadlock: the only errors worth running again.
+# The first retry waits up to this many seconds, each next one up to twice as long.
+BACKOFF = 0.005
+# The only errors worth running again: a serialization failure and a deadlock
+# (PostgreSQL's SQLSTATEs), a deadlock and a lock wait timeout (MySQL's and
+# MariaDB's error numbers), SQLite's busy errors. Never a constraint violation.
 RETRIED_SQLSTATES = frozenset({"40001", "40P01"})
+RETRIED_MYSQL_ERRORS = frozenset({1213, 1205})
+SQLITE_BUSY = ("database is locked", "database table is locked")
 
 
 def is_retryable(error: Exception) -> bool:
-    """A serialization failure or deadlock (PostgreSQL), or SQLite's busy error;
-    never a constraint violation."""
+    """Whether ``error`` lost a race that running the transaction again can win
+    (``RETRIED_*``); never a constraint violation."""
     if not isinstance(error, OperationalError):
         return False
     if getattr(error.__cause__, "sqlstate", None) in RETRIED_SQLSTATES:
         return True
-    return "database is locked" in str(error) or "database table is locked" in str(error)
+    # mysqlclient's errors, and Django's copies of them, carry (number, message)
+    if error.args and error.args[0] in RETRIED_MYSQL_ERRORS:
+        return True
+    return any(busy in str(error) for busy in SQLITE_BUSY)
 
 
 def atomic(alias: str, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
     """``func`` in one transaction on ``alias``, run again when it lost a race
     (``is_retryable``). Inside a caller's transaction there is nothing to run
     again: ``func`` runs in a savepoint, so a refusal leaves none of its writes."""
-    if connections[alias].in_atomic_block:
+
+    def once() -> R:
         with transaction.atomic(using=alias):
             return func(*args, **kwargs)
+
+    return once() if connections[alias].in_atomic_block else retried(once)
+
+
+def retried(func: Callable[[], R]) -> R:
+    """``func()``, run again (at most ``ATTEMPTS`` times in all) while it loses a race
+    (``is_retryable``), after a random pause that doubles each time, so that the
+    transactions that deadlocked do not meet again in step."""
     for attempt in range(ATTEMPTS):
         try:
-            with transaction.atomic(using=alias):
-                return func(*args, **kwargs)
+            return func()
         except OperationalError as error:
             if attempt == ATTEMPTS - 1 or not is_retryable(error):
                 raise
+            time.sleep(random.uniform(0, BACKOFF * 2**attempt))
     raise AssertionError("unreachable")
 
 
@@ -122,13 +142,7 @@ def _run(alias: str, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
     if connection.in_atomic_block:
         with transaction.atomic(using=alias):
             return _fetch(connection, sql, params)
-    for attempt in range(ATTEMPTS):
-        try:
-            return _fetch(connection, sql, params)
-        except OperationalError as error:
-            if attempt == ATTEMPTS - 1 or not is_retryable(error):
-                raise
-    raise AssertionError("unreachable")
+    return retried(lambda: _fetch(connection, sql, params))
 
 
 def _fetch(connection: Any, sql: str, params: list[Any]) -> tuple[Any, ...] | None:

@@ -17,9 +17,26 @@ PAYLOAD = (
 OWNER = "bench"
 
 
+def mysql() -> bool:
+    """MySQL or MariaDB (MariaDB's sequence tables, ``seq_1_to_<n>``, make the rows)."""
+    return connection.vendor == "mysql"
+
+
 def analyze() -> None:
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")
+        if mysql():
+            cursor.execute(f"ANALYZE TABLE {', '.join(TABLES)}")
+            cursor.fetchall()
+        else:
+            cursor.execute("ANALYZE")
+
+
+TABLES = (
+    "agentstate_pausedrun",
+    "agentstate_run",
+    "agentstate_approvalrequest",
+    "agentstate_element",
+)
 
 
 def question(i: int) -> uuid.UUID:
@@ -29,6 +46,18 @@ def question(i: int) -> uuid.UUID:
 
 def pauses(chat_id: str, count: int, *, expired: bool = False) -> None:
     """Pending pauses ``(chat_id, "call-<i>")`` for i in 1..count, owned by ``OWNER``."""
+    if mysql():
+        expires = "- INTERVAL 5 MINUTE" if expired else "+ INTERVAL 1 DAY"
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO agentstate_pausedrun (chat_id, tool_call_id, owner, question_id,"
+                " status, payload, created_at, expires_at, claimed_by)"
+                " SELECT %s, CONCAT('call-', seq), %s, CAST(LPAD(HEX(seq), 32, '0') AS UUID),"
+                f" 'pending', %s, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) {expires}, ''"
+                f" FROM seq_1_to_{int(count)}",
+                [chat_id, OWNER, PAYLOAD],
+            )
+        return
     expires = "now() - interval '5 minutes'" if expired else "now() + interval '1 day'"
     with connection.cursor() as cursor:
         cursor.execute(
@@ -42,6 +71,17 @@ def pauses(chat_id: str, count: int, *, expired: bool = False) -> None:
 
 def runs(prefix: str, count: int, created_by=None) -> list[int]:
     """Runs ``<prefix>-<i>`` for i in 1..count made by ``created_by``; their primary keys in order."""
+    if mysql():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO agentstate_run (run_id, created_by_id, context, requests,"
+                " input_tokens, output_tokens, total_tokens, cached_tokens, reasoning_tokens,"
+                " created_at, updated_at)"
+                " SELECT CONCAT(%s, '-', seq), %s, '{}', 0, 0, 0, 0, 0, 0, UTC_TIMESTAMP(6),"
+                f" UTC_TIMESTAMP(6) FROM seq_1_to_{int(count)} ORDER BY seq RETURNING id",
+                [prefix, getattr(created_by, "pk", None)],
+            )
+            return [row[0] for row in cursor.fetchall()]
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO agentstate_run (run_id, created_by_id, context, requests, input_tokens,"
@@ -55,6 +95,18 @@ def runs(prefix: str, count: int, created_by=None) -> list[int]:
 
 def approval_requests(run_pks: list[int], tool_name: str = "mail", created_by=None) -> list[int]:
     """One pending request (call ``call-1``) in each run, filed by ``created_by``; their ids in order."""
+    if mysql():
+        rows = ", ".join(
+            ["(%s, %s, 'call-1', '{}', 'pending', false, %s, '', UTC_TIMESTAMP(6))"] * len(run_pks)
+        )
+        by = getattr(created_by, "pk", None)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO agentstate_approvalrequest (run_id, tool_name, call_id, arguments,"
+                f" status, always, created_by_id, reason, created_at) VALUES {rows} RETURNING id",
+                [value for pk in run_pks for value in (pk, tool_name, by)],
+            )
+            return [row[0] for row in cursor.fetchall()]
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO agentstate_approvalrequest (run_id, tool_name, call_id, arguments,"
@@ -72,6 +124,14 @@ def a_list(scope: str, name: str, length: int, owner=None) -> None:
     variable = Variable.objects.create(
         scope=key_scope, name=name, is_list=True, head=0, tail=length, version=1
     )
+    if mysql():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO agentstate_element (variable_id, position, value)"
+                f" SELECT %s, seq, CAST(seq AS CHAR) FROM seq_0_to_{int(length) - 1}",
+                [variable.pk],
+            )
+        return
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO agentstate_element (variable_id, position, value)"

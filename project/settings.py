@@ -1,7 +1,7 @@
 """Settings of the agentstate demo site.
 
-PostgreSQL from ``DATABASE_URL`` (``postgres://user@host:port/db``) when set,
-else a SQLite file (``SQLITE_PATH``, default ``var/db.sqlite3``) in IMMEDIATE
+PostgreSQL or MySQL/MariaDB from ``DATABASE_URL`` (``postgres://user@host:port/db``,
+``mysql://user@host:port/db``: see ``project.database``) when set, else a SQLite file (``SQLITE_PATH``, default ``var/db.sqlite3``) in IMMEDIATE
 transaction mode with a busy timeout. Celery uses Redis when ``REDIS_URL`` is
 set, else a broker on the local file system that needs no service.
 """
@@ -11,7 +11,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-import dj_database_url
+from project.database import from_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("AGENTSTATE_VAR_DIR", BASE_DIR / "var"))
@@ -73,15 +73,11 @@ RUNSERVER = sys.argv[1:2] == ["runserver"]
 
 if os.environ.get("DATABASE_URL"):
     DATABASES = {
-        "default": dj_database_url.parse(
+        "default": from_url(
             os.environ["DATABASE_URL"],
             conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0" if RUNSERVER else "60")),
         )
     }
-    # Behind PgBouncer in transaction pooling mode, a server-side cursor (what
-    # QuerySet.iterator() opens) would outlive the transaction that made it.
-    if os.environ.get("DATABASE_POOLING") == "transaction":
-        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
 else:
     DATABASES = {
         "default": {
@@ -131,6 +127,10 @@ AGENTSTATE = {
     "WEBHOOK_TIMEOUT": float(os.environ.get("AGENTSTATE_WEBHOOK_TIMEOUT", "10")),
     "RESUME_LEASE": float(os.environ.get("AGENTSTATE_RESUME_LEASE", "900")),
 }
+# Another storage backend for every database (a dotted path): the portable
+# agentstate.backends.orm.ORMBackend on PostgreSQL, say.
+if os.environ.get("AGENTSTATE_BACKEND"):
+    AGENTSTATE["BACKEND"] = os.environ["AGENTSTATE_BACKEND"]
 
 # Celery: Redis when REDIS_URL is set, else a file-system transport.
 CELERY_BROKER_DIR = VAR_DIR / "celery-broker"

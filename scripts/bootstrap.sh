@@ -59,6 +59,26 @@ if ! uv_ready; then
 fi
 exec 9>&- # the lock, if taken, is released
 
+# mysqlclient (the mysql extra, and the test and bench groups) is built from
+# source against the MariaDB client library: Debian's libmariadb-dev and
+# pkg-config, installed here when missing, as test.sh installs Chromium.
+case " ${SYNC:-} " in
+*" --all-extras "* | *" mysql "* | *" test "* | *" bench "*)
+  if ! { command -v pkg-config >/dev/null 2>&1 &&
+    { pkg-config --exists libmariadb || pkg-config --exists mysqlclient; }; }; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "==> installing the MariaDB client library's headers to build mysqlclient"
+      apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libmariadb-dev pkg-config >/dev/null
+    else
+      echo "Building mysqlclient needs the MariaDB client library's headers: run" >&2
+      echo "    sudo apt-get install libmariadb-dev pkg-config" >&2
+      exit 1
+    fi
+  fi
+  ;;
+esac
+
 # uv makes and fills the environment with the interpreter picked above, and
 # never downloads one of its own.
 export UV_PROJECT_ENVIRONMENT="$VENV" UV_PYTHON="$PY" UV_PYTHON_DOWNLOADS=never

@@ -3,7 +3,8 @@
 The database is the one the settings pick: PostgreSQL when ``DATABASE_URL``
 is set, else a SQLite *file* (several connections can share it), so the
 concurrency tests run on both. Tests marked ``postgres_only`` are deselected
-(not skipped) on SQLite, and ``pgbouncer_only`` ones unless the connection goes
+(not skipped) on other databases and when another backend than PostgreSQL's is
+forced (``AGENTSTATE_BACKEND``), and ``pgbouncer_only`` ones unless the connection goes
 through PgBouncer (``DATABASE_POOLING=transaction``).
 
 Each folder of ``tests/`` holds one kind of test and marks its tests with the
@@ -38,7 +39,7 @@ from rest_framework.test import APIClient
 ROOT = Path(__file__).resolve().parent.parent
 
 # Kinds that start servers, workers, clusters or many threads: seconds a test.
-SLOW = {"concurrency", "faults", "site"}
+SLOW = {"concurrency", "contract", "faults", "site"}
 
 
 def kind(item: pytest.Item) -> str:
@@ -62,6 +63,48 @@ def pytest_configure(config):
         os.environ["REDIS_URL"] = urlunsplit(url._replace(path=f"/{number}"))
 
 
+# The database-dependent part of the suite (marked ``db``: ``pytest -m db``), what CI
+# runs again on each further database and backend: the contract suite, and the
+# modules whose every test stores and reads through the backend.
+CONTRACT = Path(__file__).resolve().parent / "contract"
+DATABASE_DEPENDENT = {
+    "test_access",
+    "test_approvals",
+    "test_budgets",
+    "test_budgets_concurrency",
+    "test_context",
+    "test_context_api",
+    "test_context_concurrency",
+    "test_context_lists",
+    "test_events",
+    "test_langgraph_bridge",
+    "test_langgraph_saver",
+    "test_langgraph_store",
+    "test_langgraph_store_ops",
+    "test_langgraph_thread_touch",
+    "test_limits",
+    "test_pagination",
+    "test_pauses",
+    "test_pauses_api",
+    "test_pauses_concurrency",
+    "test_pauses_processes",
+    "test_policies",
+    "test_policies_api",
+    "test_policies_concurrency",
+    "test_rest_conformance",
+    "test_runs",
+    "test_runs_api",
+    "test_runs_concurrency",
+    "test_signals",
+    "test_status_constraints",
+    "test_sweep",
+    "test_tools",
+    "test_visibility",
+    "test_toolcontext",
+    "test_webhooks",
+}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         name = kind(item)
@@ -74,9 +117,17 @@ def pytest_collection_modifyitems(config, items):
 
     from django.conf import settings
 
+    from agentstate.backends import BY_VENDOR
+
     absent = set()
-    if not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+    forced = settings.AGENTSTATE.get("BACKEND")
+    if not settings.DATABASES["default"]["ENGINE"].endswith("postgresql") or (
+        forced and forced != BY_VENDOR["postgresql"]
+    ):
         absent.add("postgres_only")
+    for item in items:
+        if item.path.parent == CONTRACT or item.path.stem in DATABASE_DEPENDENT:
+            item.add_marker(pytest.mark.db)
     if os.environ.get("DATABASE_POOLING") != "transaction":
         absent.add("pgbouncer_only")
     kept = [item for item in items if not absent & set(item.keywords)]

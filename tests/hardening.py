@@ -23,6 +23,8 @@ from django.apps import apps
 from django.db import connection
 from django.test import Client
 
+from project.database import url_of
+
 ROOT = Path(__file__).resolve().parent.parent
 WRITE_METHODS = ("post", "put", "patch", "delete")
 
@@ -141,14 +143,10 @@ def database_env(settings_dict: dict | None = None) -> dict[str, str]:
     """Environment that points the demo site at the database the tests use."""
     settings_dict = settings_dict or connection.settings_dict
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SQLITE_PATH")}
-    if settings_dict["ENGINE"].endswith("postgresql"):
-        user = settings_dict.get("USER") or "postgres"
-        password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
-        host = settings_dict.get("HOST") or "127.0.0.1"
-        port = settings_dict.get("PORT") or 5432
-        env["DATABASE_URL"] = f"postgres://{user}{password}@{host}:{port}/{settings_dict['NAME']}"
-    else:
+    if settings_dict["ENGINE"].endswith("sqlite3"):
         env["SQLITE_PATH"] = str(settings_dict["NAME"])
+    else:
+        env["DATABASE_URL"] = url_of(settings_dict)
     env["DJANGO_DEBUG"] = "0"
     # the demo site's var/ folder, should the server run on its settings
     env["AGENTSTATE_VAR_DIR"] = tempfile.mkdtemp(prefix="agentstate-site-")

@@ -1,6 +1,7 @@
 """Settings of the test suite (``DJANGO_SETTINGS_MODULE=tests.settings``).
 
-PostgreSQL from ``DATABASE_URL`` when set, else a SQLite *file* (several
+PostgreSQL or MySQL/MariaDB from ``DATABASE_URL`` when set (as
+``project.database`` sets it up), else a SQLite *file* (several
 connections share it, so the concurrency tests run on both) in the system's
 temporary folder, named after this checkout so that two checkouts never
 share one. Importing this module creates nothing: pytest-django creates the
@@ -14,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import dj_database_url
+from project.database import from_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,10 +66,8 @@ CHECKOUT = hashlib.sha256(str(ROOT).encode()).hexdigest()[:12]
 SQLITE_PATH = Path(tempfile.gettempdir()) / f"agentstate-tests-{CHECKOUT}.sqlite3"
 
 if os.environ.get("DATABASE_URL"):
-    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
-    # Behind PgBouncer in transaction pooling mode, as the demo site does.
-    if os.environ.get("DATABASE_POOLING") == "transaction":
-        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    # As the demo site sets it up: PostgreSQL or MySQL/MariaDB, PgBouncer's pooling.
+    DATABASES = {"default": from_url(os.environ["DATABASE_URL"])}
 else:
     # Under pytest-xdist pytest-django names each worker's file SQLITE_PATH_gw0,
     # _gw1...: a server or worker that a test starts on these settings inherits
@@ -101,6 +100,9 @@ REST_FRAMEWORK = {
 }
 
 AGENTSTATE: dict[str, Any] = {}
+# The backend under test on every database (the portable one on PostgreSQL, say).
+if os.environ.get("AGENTSTATE_BACKEND"):
+    AGENTSTATE["BACKEND"] = os.environ["AGENTSTATE_BACKEND"]
 
 # The suite's users log in with "pw" at most: Django's default hasher (a million
 # PBKDF2 rounds, by design slow) would cost most tests a CPU-second for nothing.

@@ -7,6 +7,8 @@ import django.db.models.functions.datetime
 from django.conf import settings
 from django.db import migrations, models
 
+import agentstate.fields
+
 
 class Migration(migrations.Migration):
     initial = True
@@ -25,8 +27,8 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("run_id", models.CharField(max_length=128, unique=True, verbose_name="run id")),
-                ("context", models.JSONField(blank=True, default=dict, verbose_name="context")),
+                ("run_id", agentstate.fields.ExactCharField(max_length=128, unique=True, verbose_name="run id")),
+                ("context", agentstate.fields.AnyDepthJSONField(blank=True, default=dict, verbose_name="context")),
                 ("requests", models.PositiveBigIntegerField(default=0, verbose_name="requests")),
                 (
                     "input_tokens",
@@ -83,7 +85,7 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("tool_name", models.CharField(max_length=255, verbose_name="tool name")),
+                ("tool_name", agentstate.fields.ExactCharField(max_length=255, verbose_name="tool name")),
                 (
                     "approved_always",
                     models.BooleanField(blank=True, null=True, verbose_name="approved permanently"),
@@ -129,7 +131,7 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("key", models.CharField(max_length=255, verbose_name="key")),
+                ("key", agentstate.fields.ExactCharField(max_length=255, verbose_name="key")),
                 (
                     "created_at",
                     models.DateTimeField(
@@ -164,9 +166,9 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("name", models.CharField(max_length=255, verbose_name="name")),
+                ("name", agentstate.fields.ExactCharField(max_length=255, verbose_name="name")),
                 ("is_list", models.BooleanField(default=False, verbose_name="is a list")),
-                ("value", models.JSONField(blank=True, null=True, verbose_name="value")),
+                ("value", agentstate.fields.AnyDepthJSONField(blank=True, null=True, verbose_name="value")),
                 (
                     "head",
                     models.BigIntegerField(default=0, verbose_name="position of the first element"),
@@ -209,7 +211,7 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("position", models.BigIntegerField()),
-                ("value", models.JSONField(null=True)),
+                ("value", agentstate.fields.AnyDepthJSONField(null=True)),
                 (
                     "variable",
                     models.ForeignKey(
@@ -234,7 +236,7 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("call_id", models.CharField(max_length=255, verbose_name="call id")),
+                ("call_id", agentstate.fields.ExactCharField(max_length=255, verbose_name="call id")),
                 (
                     "decision",
                     models.CharField(
@@ -298,12 +300,12 @@ class Migration(migrations.Migration):
                 ("kind", models.CharField(db_index=True, max_length=64, verbose_name="kind")),
                 ("actor", models.CharField(blank=True, max_length=255, verbose_name="actor")),
                 ("object_type", models.CharField(max_length=32, verbose_name="object type")),
-                ("object_id", models.CharField(max_length=511, verbose_name="object id")),
+                ("object_id", agentstate.fields.ExactCharField(max_length=511, verbose_name="object id")),
                 (
                     "owner",
-                    models.CharField(blank=True, max_length=255, verbose_name="object owner"),
+                    agentstate.fields.ExactCharField(blank=True, max_length=255, verbose_name="object owner"),
                 ),
-                ("details", models.JSONField(blank=True, default=dict, verbose_name="details")),
+                ("details", agentstate.fields.AnyDepthJSONField(blank=True, default=dict, verbose_name="details")),
                 (
                     "created_at",
                     models.DateTimeField(
@@ -355,11 +357,11 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("chat_id", models.CharField(max_length=255, verbose_name="chat id")),
-                ("tool_call_id", models.CharField(max_length=255, verbose_name="tool call id")),
+                ("chat_id", agentstate.fields.ExactCharField(max_length=255, verbose_name="chat id")),
+                ("tool_call_id", agentstate.fields.ExactCharField(max_length=255, verbose_name="tool call id")),
                 (
                     "owner",
-                    models.CharField(
+                    agentstate.fields.ExactCharField(
                         help_text="The principal who may answer.",
                         max_length=255,
                         verbose_name="owner",
@@ -380,7 +382,7 @@ class Migration(migrations.Migration):
                         verbose_name="status",
                     ),
                 ),
-                ("payload", models.JSONField(blank=True, null=True, verbose_name="payload")),
+                ("payload", agentstate.fields.AnyDepthJSONField(blank=True, null=True, verbose_name="payload")),
                 (
                     "created_at",
                     models.DateTimeField(
@@ -446,9 +448,9 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
-                ("tool_name", models.CharField(max_length=255, verbose_name="tool name")),
-                ("call_id", models.CharField(max_length=255, verbose_name="call id")),
-                ("arguments", models.JSONField(blank=True, null=True, verbose_name="arguments")),
+                ("tool_name", agentstate.fields.ExactCharField(max_length=255, verbose_name="tool name")),
+                ("call_id", agentstate.fields.ExactCharField(max_length=255, verbose_name="call id")),
+                ("arguments", agentstate.fields.AnyDepthJSONField(blank=True, null=True, verbose_name="arguments")),
                 (
                     "status",
                     models.CharField(

@@ -9,6 +9,7 @@ A later change of a function is a migration of its own with its own SQL file
 
 import django.db.models.deletion
 import django.db.models.functions.datetime
+import agentstate.fields
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import migrations, models
@@ -85,7 +86,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('url', models.URLField(max_length=2000, verbose_name='URL')),
                 ('secret', models.CharField(editable=False, max_length=100, verbose_name='secret')),
-                ('kinds', models.JSONField(blank=True, default=list, help_text='None: every kind.', verbose_name='event kinds')),
+                ('kinds', agentstate.fields.AnyDepthJSONField(blank=True, default=list, help_text='None: every kind.', verbose_name='event kinds')),
                 ('active', models.BooleanField(default=True, verbose_name='active')),
                 ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='created at')),
                 ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL, verbose_name='created by')),
@@ -137,14 +138,14 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='approvalrequest',
             name='approved_arguments',
-            field=models.JSONField(blank=True, help_text='What the reviewer approved instead of the filed arguments.', null=True, verbose_name='approved arguments'),
+            field=agentstate.fields.AnyDepthJSONField(blank=True, help_text='What the reviewer approved instead of the filed arguments.', null=True, verbose_name='approved arguments'),
         ),
         migrations.CreateModel(
             name='ApprovalPolicy',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tool_name', models.CharField(max_length=255, verbose_name='tool name')),
-                ('arguments', models.JSONField(blank=True, help_text='A call matches when its arguments contain these (every key equal, recursively). None: any arguments.', null=True, verbose_name='arguments to match')),
+                ('tool_name', agentstate.fields.ExactCharField(max_length=255, verbose_name='tool name')),
+                ('arguments', agentstate.fields.AnyDepthJSONField(blank=True, help_text='A call matches when its arguments contain these (every key equal, recursively). None: any arguments.', null=True, verbose_name='arguments to match')),
                 ('decision', models.CharField(choices=[('approve', 'approve'), ('reject', 'reject')], max_length=8, verbose_name='decision')),
                 ('expires_at', models.DateTimeField(blank=True, null=True, verbose_name='expires at')),
                 ('reason', models.TextField(blank=True, verbose_name='reason')),
@@ -211,7 +212,7 @@ class Migration(migrations.Migration):
             name='Thread',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('thread_id', models.CharField(max_length=255, verbose_name='thread id')),
+                ('thread_id', agentstate.fields.ExactCharField(max_length=255, verbose_name='thread id')),
                 ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='created at')),
                 ('updated_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='updated at')),
             ],
@@ -227,12 +228,12 @@ class Migration(migrations.Migration):
             name='CheckpointWrite',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('checkpoint_ns', models.TextField(blank=True, verbose_name='namespace')),
-                ('checkpoint_id', models.CharField(max_length=64, verbose_name='checkpoint id')),
-                ('task_id', models.CharField(max_length=255, verbose_name='task id')),
+                ('checkpoint_ns', agentstate.fields.ExactTextField(blank=True, verbose_name='namespace')),
+                ('checkpoint_id', agentstate.fields.ExactCharField(max_length=64, verbose_name='checkpoint id')),
+                ('task_id', agentstate.fields.ExactCharField(max_length=255, verbose_name='task id')),
                 ('task_path', models.TextField(blank=True, verbose_name='task path')),
                 ('idx', models.IntegerField(verbose_name='index')),
-                ('channel', models.CharField(max_length=255, verbose_name='channel')),
+                ('channel', agentstate.fields.ExactCharField(max_length=255, verbose_name='channel')),
                 ('type', models.CharField(max_length=32, verbose_name='type')),
                 ('blob', models.BinaryField(blank=True, null=True, verbose_name='value')),
                 ('thread', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='writes', to='agentstate.thread', verbose_name='thread')),
@@ -241,16 +242,16 @@ class Migration(migrations.Migration):
                 'verbose_name': 'LangGraph pending write',
                 'verbose_name_plural': 'LangGraph pending writes',
                 'ordering': ['task_path', 'task_id', 'idx'],
-                'constraints': [models.UniqueConstraint(fields=('thread', 'checkpoint_ns', 'checkpoint_id', 'task_id', 'idx'), name='agentstate_write_task_idx')],
+                'constraints': [agentstate.fields.TextUniqueConstraint(fields=('thread', 'checkpoint_ns', 'checkpoint_id', 'task_id', 'idx'), name='agentstate_write_task_idx')],
             },
         ),
         migrations.CreateModel(
             name='CheckpointBlob',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('checkpoint_ns', models.TextField(blank=True, verbose_name='namespace')),
-                ('channel', models.CharField(max_length=255, verbose_name='channel')),
-                ('version', models.CharField(max_length=255, verbose_name='version')),
+                ('checkpoint_ns', agentstate.fields.ExactTextField(blank=True, verbose_name='namespace')),
+                ('channel', agentstate.fields.ExactCharField(max_length=255, verbose_name='channel')),
+                ('version', agentstate.fields.ExactCharField(max_length=255, verbose_name='version')),
                 ('type', models.CharField(max_length=32, verbose_name='type')),
                 ('blob', models.BinaryField(blank=True, null=True, verbose_name='value')),
                 ('thread', models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='blobs', to='agentstate.thread', verbose_name='thread')),
@@ -259,19 +260,19 @@ class Migration(migrations.Migration):
                 'verbose_name': 'LangGraph channel value',
                 'verbose_name_plural': 'LangGraph channel values',
                 'ordering': ['channel', 'version'],
-                'constraints': [models.UniqueConstraint(fields=('thread', 'checkpoint_ns', 'channel', 'version'), name='agentstate_blob_version')],
+                'constraints': [agentstate.fields.TextUniqueConstraint(fields=('thread', 'checkpoint_ns', 'channel', 'version'), name='agentstate_blob_version')],
             },
         ),
         migrations.CreateModel(
             name='Checkpoint',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('checkpoint_ns', models.TextField(blank=True, verbose_name='namespace')),
-                ('checkpoint_id', models.CharField(max_length=64, verbose_name='checkpoint id')),
-                ('parent_checkpoint_id', models.CharField(blank=True, max_length=64, null=True, verbose_name='parent checkpoint id')),
-                ('checkpoint', models.JSONField(verbose_name='checkpoint')),
-                ('metadata', models.JSONField(blank=True, default=dict, verbose_name='metadata')),
-                ('run_id', models.CharField(blank=True, max_length=255, null=True, verbose_name='run id')),
+                ('checkpoint_ns', agentstate.fields.ExactTextField(blank=True, verbose_name='namespace')),
+                ('checkpoint_id', agentstate.fields.ExactCharField(max_length=64, verbose_name='checkpoint id')),
+                ('parent_checkpoint_id', agentstate.fields.ExactCharField(blank=True, max_length=64, null=True, verbose_name='parent checkpoint id')),
+                ('checkpoint', agentstate.fields.AnyDepthJSONField(verbose_name='checkpoint')),
+                ('metadata', agentstate.fields.AnyDepthJSONField(blank=True, default=dict, verbose_name='metadata')),
+                ('run_id', agentstate.fields.ExactCharField(blank=True, max_length=255, null=True, verbose_name='run id')),
                 ('step', models.IntegerField(blank=True, null=True, verbose_name='step')),
                 ('forked', models.BooleanField(default=False, verbose_name='forked')),
                 ('created_at', models.DateTimeField(db_default=django.db.models.functions.datetime.Now(), verbose_name='created at')),
@@ -281,8 +282,8 @@ class Migration(migrations.Migration):
                 'verbose_name': 'LangGraph checkpoint',
                 'verbose_name_plural': 'LangGraph checkpoints',
                 'ordering': ['-checkpoint_id'],
-                'indexes': [models.Index(fields=['thread', 'checkpoint_ns', 'parent_checkpoint_id'], name='agentstate_checkpoint_parent'), models.Index(condition=models.Q(('run_id__isnull', False)), fields=['run_id'], name='agentstate_checkpoint_run')],
-                'constraints': [models.UniqueConstraint(fields=('thread', 'checkpoint_ns', 'checkpoint_id'), name='agentstate_checkpoint_id')],
+                'indexes': [agentstate.fields.TextPrefixIndex(fields=['thread', 'checkpoint_ns', 'parent_checkpoint_id'], name='agentstate_checkpoint_parent'), models.Index(condition=models.Q(('run_id__isnull', False)), fields=['run_id'], name='agentstate_checkpoint_run')],
+                'constraints': [agentstate.fields.TextUniqueConstraint(fields=('thread', 'checkpoint_ns', 'checkpoint_id'), name='agentstate_checkpoint_id')],
             },
         ),
         # Undone by the reverse SQL, which drops every agentstate_* function.

@@ -6,6 +6,8 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.fields import AnyDepthJSONField, ExactCharField
+
 from .base import KEY_LENGTH
 
 
@@ -15,7 +17,7 @@ class Scope(models.Model):
     Keys are unique per owner; ``owner=None`` is the site's own namespace.
     """
 
-    key = models.CharField(_("key"), max_length=KEY_LENGTH)
+    key = ExactCharField(_("key"), max_length=KEY_LENGTH)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
@@ -57,9 +59,9 @@ class Variable(models.Model):
         verbose_name=_("scope"),
         db_index=False,
     )
-    name = models.CharField(_("name"), max_length=KEY_LENGTH)
+    name = ExactCharField(_("name"), max_length=KEY_LENGTH)
     is_list = models.BooleanField(_("is a list"), default=False)
-    value = models.JSONField(_("value"), null=True, blank=True)
+    value = AnyDepthJSONField(_("value"), null=True, blank=True)
     head = models.BigIntegerField(_("position of the first element"), default=0)
     tail = models.BigIntegerField(_("position after the last element"), default=0)
     version = models.PositiveBigIntegerField(_("version"), default=1)
@@ -94,7 +96,7 @@ class Element(models.Model):
         Variable, on_delete=models.CASCADE, related_name="elements", db_index=False
     )
     position = models.BigIntegerField()
-    value = models.JSONField(null=True)
+    value = AnyDepthJSONField(null=True)
 
     class Meta:
         verbose_name = _("list element")

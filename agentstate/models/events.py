@@ -5,6 +5,8 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.fields import AnyDepthJSONField, ExactCharField
+
 from .base import KEY_LENGTH, where_set
 from .querysets import EventQuerySet
 
@@ -29,7 +31,7 @@ class Event(models.Model):
         db_index=False,
     )
     object_type = models.CharField(_("object type"), max_length=32)
-    object_id = models.CharField(_("object id"), max_length=2 * KEY_LENGTH + 1)
+    object_id = ExactCharField(_("object id"), max_length=2 * KEY_LENGTH + 1)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -39,8 +41,8 @@ class Event(models.Model):
         verbose_name=_("object created by"),
         db_index=False,
     )
-    owner = models.CharField(_("object owner"), max_length=KEY_LENGTH, blank=True)
-    details = models.JSONField(_("details"), default=dict, blank=True)
+    owner = ExactCharField(_("object owner"), max_length=KEY_LENGTH, blank=True)
+    details = AnyDepthJSONField(_("details"), default=dict, blank=True)
     created_at = models.DateTimeField(_("created at"), db_default=Now(), db_index=True)
 
     objects = EventQuerySet.as_manager()

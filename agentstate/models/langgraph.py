@@ -4,6 +4,14 @@ from django.db import models
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.fields import (
+    AnyDepthJSONField,
+    ExactCharField,
+    ExactTextField,
+    TextPrefixIndex,
+    TextUniqueConstraint,
+)
+
 from .base import KEY_LENGTH, where_set
 
 
@@ -12,7 +20,7 @@ class Thread(models.Model):
     checkpoints, their channel values and pending writes hang off it, and
     ``updated_at`` (every put) is what ``AGENTSTATE["THREAD_TTL"]`` measures."""
 
-    thread_id = models.CharField(_("thread id"), max_length=KEY_LENGTH)
+    thread_id = ExactCharField(_("thread id"), max_length=KEY_LENGTH)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
     updated_at = models.DateTimeField(_("updated at"), db_default=Now())
 
@@ -41,14 +49,14 @@ class Checkpoint(models.Model):
         verbose_name=_("thread"),
         db_index=False,
     )
-    checkpoint_ns = models.TextField(_("namespace"), blank=True)
-    checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
-    parent_checkpoint_id = models.CharField(
+    checkpoint_ns = ExactTextField(_("namespace"), blank=True)
+    checkpoint_id = ExactCharField(_("checkpoint id"), max_length=64)
+    parent_checkpoint_id = ExactCharField(
         _("parent checkpoint id"), max_length=64, null=True, blank=True
     )
-    checkpoint = models.JSONField(_("checkpoint"))
-    metadata = models.JSONField(_("metadata"), default=dict, blank=True)
-    run_id = models.CharField(_("run id"), max_length=KEY_LENGTH, null=True, blank=True)
+    checkpoint = AnyDepthJSONField(_("checkpoint"))
+    metadata = AnyDepthJSONField(_("metadata"), default=dict, blank=True)
+    run_id = ExactCharField(_("run id"), max_length=KEY_LENGTH, null=True, blank=True)
     step = models.IntegerField(_("step"), null=True, blank=True)
     forked = models.BooleanField(_("forked"), default=False)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
@@ -58,14 +66,14 @@ class Checkpoint(models.Model):
         verbose_name_plural = _("LangGraph checkpoints")
         ordering = ["-checkpoint_id"]
         constraints = [
-            models.UniqueConstraint(
+            TextUniqueConstraint(
                 fields=["thread", "checkpoint_ns", "checkpoint_id"],
                 name="agentstate_checkpoint_id",
             ),
         ]
         indexes = [
             # what a put looks up: the children of its parent (a fork when there is one)
-            models.Index(
+            TextPrefixIndex(
                 fields=["thread", "checkpoint_ns", "parent_checkpoint_id"],
                 name="agentstate_checkpoint_parent",
             ),
@@ -87,9 +95,9 @@ class CheckpointBlob(models.Model):
         verbose_name=_("thread"),
         db_index=False,
     )
-    checkpoint_ns = models.TextField(_("namespace"), blank=True)
-    channel = models.CharField(_("channel"), max_length=KEY_LENGTH)
-    version = models.CharField(_("version"), max_length=KEY_LENGTH)
+    checkpoint_ns = ExactTextField(_("namespace"), blank=True)
+    channel = ExactCharField(_("channel"), max_length=KEY_LENGTH)
+    version = ExactCharField(_("version"), max_length=KEY_LENGTH)
     type = models.CharField(_("type"), max_length=32)
     blob = models.BinaryField(_("value"), null=True, blank=True)
 
@@ -98,7 +106,7 @@ class CheckpointBlob(models.Model):
         verbose_name_plural = _("LangGraph channel values")
         ordering = ["channel", "version"]
         constraints = [
-            models.UniqueConstraint(
+            TextUniqueConstraint(
                 fields=["thread", "checkpoint_ns", "channel", "version"],
                 name="agentstate_blob_version",
             ),
@@ -118,12 +126,12 @@ class CheckpointWrite(models.Model):
         verbose_name=_("thread"),
         db_index=False,
     )
-    checkpoint_ns = models.TextField(_("namespace"), blank=True)
-    checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
-    task_id = models.CharField(_("task id"), max_length=KEY_LENGTH)
+    checkpoint_ns = ExactTextField(_("namespace"), blank=True)
+    checkpoint_id = ExactCharField(_("checkpoint id"), max_length=64)
+    task_id = ExactCharField(_("task id"), max_length=KEY_LENGTH)
     task_path = models.TextField(_("task path"), blank=True)
     idx = models.IntegerField(_("index"))
-    channel = models.CharField(_("channel"), max_length=KEY_LENGTH)
+    channel = ExactCharField(_("channel"), max_length=KEY_LENGTH)
     type = models.CharField(_("type"), max_length=32)
     blob = models.BinaryField(_("value"), null=True, blank=True)
 
@@ -132,7 +140,7 @@ class CheckpointWrite(models.Model):
         verbose_name_plural = _("LangGraph pending writes")
         ordering = ["task_path", "task_id", "idx"]
         constraints = [
-            models.UniqueConstraint(
+            TextUniqueConstraint(
                 fields=["thread", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
                 name="agentstate_write_task_idx",
             ),

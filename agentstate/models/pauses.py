@@ -8,6 +8,8 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.fields import AnyDepthJSONField, ExactCharField
+
 from .base import KEY_LENGTH, set_exactly_in, where_set
 from .choices import PauseStatus
 from .querysets import PausedRunQuerySet
@@ -21,9 +23,9 @@ class PausedRun(models.Model):
 
     Status = PauseStatus
 
-    chat_id = models.CharField(_("chat id"), max_length=KEY_LENGTH)
-    tool_call_id = models.CharField(_("tool call id"), max_length=KEY_LENGTH)
-    owner = models.CharField(
+    chat_id = ExactCharField(_("chat id"), max_length=KEY_LENGTH)
+    tool_call_id = ExactCharField(_("tool call id"), max_length=KEY_LENGTH)
+    owner = ExactCharField(
         _("owner"), max_length=KEY_LENGTH, help_text=_("The principal who may answer.")
     )
     created_by = models.ForeignKey(
@@ -39,7 +41,7 @@ class PausedRun(models.Model):
     status = models.CharField(
         _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
     )
-    payload = models.JSONField(_("payload"), null=True, blank=True)
+    payload = AnyDepthJSONField(_("payload"), null=True, blank=True)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
     expires_at = models.DateTimeField(_("expires at"))
     claimed_at = models.DateTimeField(_("claimed at"), null=True, blank=True)

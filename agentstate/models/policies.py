@@ -6,6 +6,8 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.fields import AnyDepthJSONField, ExactCharField
+
 from .base import KEY_LENGTH, where_set
 from .choices import BudgetPeriod, Decision
 from .querysets import ApprovalPolicyQuerySet
@@ -19,7 +21,7 @@ class ApprovalPolicy(models.Model):
 
     Decision = Decision
 
-    tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
+    tool_name = ExactCharField(_("tool name"), max_length=KEY_LENGTH)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.CASCADE,
@@ -30,7 +32,7 @@ class ApprovalPolicy(models.Model):
         help_text=_("None: the runs of every user."),
         db_index=False,
     )
-    arguments = models.JSONField(
+    arguments = AnyDepthJSONField(
         _("arguments to match"),
         null=True,
         blank=True,

@@ -6,6 +6,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.fields import AnyDepthJSONField, ExactCharField
 from agentstate.types import Records
 
 from .base import KEY_LENGTH, RUN_ID_LENGTH, set_exactly_in, set_only_in, where_set
@@ -31,7 +32,7 @@ class Run(models.Model):
 
     USAGE_FIELDS = USAGE_FIELDS
 
-    run_id = models.CharField(_("run id"), max_length=RUN_ID_LENGTH, unique=True)
+    run_id = ExactCharField(_("run id"), max_length=RUN_ID_LENGTH, unique=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -40,7 +41,7 @@ class Run(models.Model):
         related_name="+",
         verbose_name=_("created by"),
     )
-    context = models.JSONField(_("context"), default=dict, blank=True)
+    context = AnyDepthJSONField(_("context"), default=dict, blank=True)
     requests = models.PositiveBigIntegerField(_("requests"), default=0)
     input_tokens = models.PositiveBigIntegerField(_("input tokens"), default=0)
     output_tokens = models.PositiveBigIntegerField(_("output tokens"), default=0)
@@ -83,7 +84,7 @@ class ApprovalRecord(models.Model):
         verbose_name=_("run"),
         db_index=False,
     )
-    tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
+    tool_name = ExactCharField(_("tool name"), max_length=KEY_LENGTH)
     approved_always = models.BooleanField(_("approved permanently"), null=True, blank=True)
     rejected_always = models.BooleanField(_("rejected permanently"), null=True, blank=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
@@ -116,7 +117,7 @@ class ApprovalCall(models.Model):
     record = models.ForeignKey(
         ApprovalRecord, on_delete=models.CASCADE, related_name="calls", db_index=False
     )
-    call_id = models.CharField(_("call id"), max_length=KEY_LENGTH)
+    call_id = ExactCharField(_("call id"), max_length=KEY_LENGTH)
     decision = models.CharField(_("decision"), max_length=8, choices=Decision.choices)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -156,9 +157,9 @@ class ApprovalRequest(models.Model):
         verbose_name=_("run"),
         db_index=False,
     )
-    tool_name = models.CharField(_("tool name"), max_length=KEY_LENGTH)
-    call_id = models.CharField(_("call id"), max_length=KEY_LENGTH)
-    arguments = models.JSONField(_("arguments"), null=True, blank=True)
+    tool_name = ExactCharField(_("tool name"), max_length=KEY_LENGTH)
+    call_id = ExactCharField(_("call id"), max_length=KEY_LENGTH)
+    arguments = AnyDepthJSONField(_("arguments"), null=True, blank=True)
     status = models.CharField(
         _("status"), max_length=16, choices=Status.choices, default=Status.PENDING
     )
@@ -190,7 +191,7 @@ class ApprovalRequest(models.Model):
         verbose_name=_("decided by policy"),
         db_index=False,
     )
-    approved_arguments = models.JSONField(
+    approved_arguments = AnyDepthJSONField(
         _("approved arguments"),
         null=True,
         blank=True,

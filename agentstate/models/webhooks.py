@@ -6,6 +6,8 @@ from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
+from agentstate.fields import AnyDepthJSONField
+
 from .base import set_exactly_in
 from .choices import DeliveryStatus
 from .events import Event
@@ -17,7 +19,7 @@ class Webhook(models.Model):
 
     url = models.URLField(_("URL"), max_length=2000)
     secret = models.CharField(_("secret"), max_length=100, editable=False)
-    kinds = models.JSONField(
+    kinds = AnyDepthJSONField(
         _("event kinds"), default=list, blank=True, help_text=_("None: every kind.")
     )
     active = models.BooleanField(_("active"), default=True)

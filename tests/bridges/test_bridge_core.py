@@ -21,7 +21,7 @@ from agentstate.models import ApprovalRequest
 from tests.bridges.test_bridge import Mailer, done, email
 from tests.bridging import review_in_thread
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def review(status: str, reason: str = "", approved_arguments=None) -> Review:

@@ -14,11 +14,13 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
+
+from agentstate.conf import agentstate_settings
+from project.database import url_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,15 +38,14 @@ def site_env(tmp_path: Path, **extra: str) -> dict[str, str]:
         **extra,
     }
     db = connection.settings_dict
-    if connection.vendor == "postgresql":
-        password = f":{quote(db['PASSWORD'], safe='')}" if db.get("PASSWORD") else ""
-        env["DATABASE_URL"] = (
-            f"postgres://{quote(db['USER'], safe='')}{password}@{db['HOST'] or 'localhost'}:"
-            f"{db['PORT'] or 5432}/{quote(db['NAME'], safe='')}"
-        )
-    else:
+    if connection.vendor == "sqlite":
         env.pop("DATABASE_URL", None)
         env["SQLITE_PATH"] = str(db["NAME"])
+    else:
+        env["DATABASE_URL"] = url_of(db)
+    # the backend under test, the portable one forced on PostgreSQL say
+    if agentstate_settings.BACKEND:
+        env["AGENTSTATE_BACKEND"] = agentstate_settings.BACKEND
     return env
 
 

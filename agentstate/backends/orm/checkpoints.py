@@ -38,7 +38,7 @@ class CheckpointOperations(Operations):
         entry)."""
         threads = self.rows(Thread)
         pk: int | None = (
-            threads.select_for_update(no_key=True)
+            self.lock_no_key(threads)
             .filter(thread_id=thread_id)
             .values_list("pk", flat=True)
             .first()
@@ -46,12 +46,7 @@ class CheckpointOperations(Operations):
         if pk is not None:
             threads.filter(pk=pk, updated_at__lt=Now() - THREAD_TOUCH).update(updated_at=Now())
             return pk
-        threads.bulk_create(
-            [Thread(thread_id=thread_id)],
-            update_conflicts=True,
-            unique_fields=["thread_id"],
-            update_fields=["updated_at"],
-        )
+        self.upsert(Thread, [Thread(thread_id=thread_id)], ["thread_id"], ["updated_at"])
         made: int = (
             threads.select_for_update().values_list("pk", flat=True).get(thread_id=thread_id)
         )
@@ -117,7 +112,8 @@ class CheckpointOperations(Operations):
             ],
             ignore_conflicts=True,
         )
-        self.rows(Checkpoint).bulk_create(
+        self.upsert(
+            Checkpoint,
             [
                 Checkpoint(
                     thread_id=thread,
@@ -131,9 +127,8 @@ class CheckpointOperations(Operations):
                     forked=sibling is not None,
                 )
             ],
-            update_conflicts=True,
-            unique_fields=["thread", "checkpoint_ns", "checkpoint_id"],
-            update_fields=["parent_checkpoint_id", "checkpoint", "metadata", "run_id", "step"],
+            ["thread", "checkpoint_ns", "checkpoint_id"],
+            ["parent_checkpoint_id", "checkpoint", "metadata", "run_id", "step"],
         )
         return sibling is not None
 
@@ -182,11 +177,11 @@ class CheckpointOperations(Operations):
         ]
         # A special channel's write (negative idx) replaces the stored one; any
         # other is kept as first written, so a task's retry changes nothing.
-        self.rows(CheckpointWrite).bulk_create(
+        self.upsert(
+            CheckpointWrite,
             [row for row in rows if row.idx < 0],
-            update_conflicts=True,
-            unique_fields=["thread", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
-            update_fields=["channel", "type", "blob", "task_path"],
+            ["thread", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
+            ["channel", "type", "blob", "task_path"],
         )
         self.rows(CheckpointWrite).bulk_create(
             [row for row in rows if row.idx >= 0], ignore_conflicts=True

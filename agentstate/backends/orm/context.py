@@ -2,6 +2,8 @@
 
 from typing import Any, cast
 
+from django.db import connections
+
 from agentstate.exceptions import (
     ScopeNotFound,
     TypeConflict,
@@ -41,7 +43,7 @@ class ContextOperations(Operations):
         scopes = self.rows(Scope)
         if lock:
             # Held while a variable is added, so the scope cannot be deleted meanwhile.
-            scopes = scopes.select_for_update(no_key=True)
+            scopes = self.lock_no_key(scopes)
         return scopes.filter(key=key, owner_id=owner_id).first()
 
     def _existing_scope(self, key: str, owner_id: int | None) -> Scope:
@@ -64,15 +66,21 @@ class ContextOperations(Operations):
         """The variable's row, locked; a new one is made at version 0 (every caller
         changes it before it commits). The upsert leaves the row locked by this
         transaction whether it inserted it or met a racing creator's."""
-        scope = self._scope(scope_key, owner_id)
+        features = connections[self.alias].features
+        if features.has_select_for_update and not features.has_select_for_no_key_update:
+            # The scope's lock is exclusive here (MySQL, MariaDB): taken before the
+            # variable's, in the order every writer takes them. A variable's lock
+            # first would be held on a row a pop just deleted (InnoDB keeps it)
+            # while this transaction waits for the scope that a creator holds,
+            # who waits for that row: a deadlock at every emptied list.
+            scope: Scope | None = self._ensure_scope(scope_key, owner_id)
+        else:
+            scope = self._scope(scope_key, owner_id)
         variable = None if scope is None else self._locked(scope, name)
         if variable is None:
             scope = self._ensure_scope(scope_key, owner_id)
-            self.rows(Variable).bulk_create(
-                [Variable(scope=scope, name=name, version=0)],
-                update_conflicts=True,
-                unique_fields=["scope", "name"],
-                update_fields=["name"],
+            self.upsert(
+                Variable, [Variable(scope=scope, name=name, version=0)], ["scope", "name"], ["name"]
             )
             # The upsert made the row or met a racing creator's: it is there, and locked.
             variable = cast(Variable, self._locked(scope, name))

@@ -8,7 +8,7 @@ finds it pending. Expiry is the database clock's (``Now()``).
 
 import uuid
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 from django.db.models import DateTimeField, ExpressionWrapper, Value
 from django.db.models.functions import Now
@@ -111,14 +111,15 @@ class PauseOperations(Operations):
             "resolved_at": None,
         }
         earlier = self._locked_pause(chat_id, tool_call_id)
-        if earlier is None:
+        while earlier is None:
             self.rows(PausedRun).bulk_create(
                 [PausedRun(chat_id=chat_id, tool_call_id=tool_call_id, **fields)],
                 ignore_conflicts=True,
             )
-            # Inserted now or by a concurrent first put: there, and locked.
-            pause = cast(PausedRun, self._locked_pause(chat_id, tool_call_id))
-            if pause.question_id == question_id:  # inserted: nothing replaced
+            # Inserted now or by a concurrent first put, and locked; gone only when
+            # a cancel removed that put's pause meanwhile: then insert again.
+            pause = self._locked_pause(chat_id, tool_call_id)
+            if pause is not None and pause.question_id == question_id:  # inserted
                 return Changed(pause, [self._pause_created(pause, by)])
             earlier = pause  # a concurrent first put's, replaced like any other
         if not reaches(reach, earlier):

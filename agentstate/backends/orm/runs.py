@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, cast
 
+from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 
 from agentstate.backends import events
@@ -82,10 +83,21 @@ class RunOperations(PolicyOperations):
 
     def _create_run(self, run_id: str, context: Any, created_by_id: int | None) -> Run:
         # The id's absence is checked in the transaction that inserts, which
-        # SQLite's IMMEDIATE mode serializes against every other writer.
+        # SQLite's IMMEDIATE mode serializes against every other writer. Elsewhere
+        # a concurrent creator can insert the id between the check and the
+        # insert: the insert, in a savepoint, then fails on the id's unique key,
+        # and the run there (now committed) is the existing run.
         if self.rows(Run).filter(run_id=run_id).exists():
             raise RunExists.of(run_id=run_id)
-        run = self.rows(Run).create(run_id=run_id, context=context, created_by_id=created_by_id)
+        try:
+            with transaction.atomic(using=self.alias):
+                run = self.rows(Run).create(
+                    run_id=run_id, context=context, created_by_id=created_by_id
+                )
+        except IntegrityError:
+            if self.rows(Run).filter(run_id=run_id).exists():
+                raise RunExists.of(run_id=run_id) from None
+            raise
         run.approvals = {}
         return run
 

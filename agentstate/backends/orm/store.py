@@ -42,7 +42,7 @@ class StoreOperations(ContextOperations):
             is_list=False,
         )
         if any(refresh for _, _, refresh in items):
-            rows = rows.select_for_update(of=("self",))
+            rows = self.lock_own(rows)
         found = {
             (scope, name): (pk, value)
             for pk, scope, name, value in rows.values_list("pk", "scope__key", "name", "value")

@@ -69,10 +69,9 @@ class SweepOperations(Operations):
 
     def _expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
         due = list(
-            self.rows(ApprovalRequest)
-            .pending()
-            .older_than(approval_ttl)
-            .select_for_update(skip_locked=True, of=("self",))
+            self.lock_own(
+                self.rows(ApprovalRequest).pending().older_than(approval_ttl), skip_locked=True
+            )
             .order_by("created_at")
             .values_list("pk", "created_by_id", "run__run_id", "tool_name", "call_id")[:size]
         )
@@ -134,13 +133,12 @@ class SweepOperations(Operations):
 
     def _purge_store_items(self, size: int, now: float) -> int:
         expired = list(
-            self.rows(Variable)
+            self.lock_own(self.rows(Variable), skip_locked=True)
             .filter(
                 scope__owner__isnull=True,
                 scope__key__startswith=STORE_PREFIX,
                 value__expires_at__lte=now,
             )
-            .select_for_update(skip_locked=True, of=("self",))
             .order_by()
             .values_list("pk", flat=True)[:size]
         )
