@@ -74,7 +74,7 @@ def python_api(seconds: float) -> dict:
     """Each operation's rate beside its baselines', measured just before it (the machine
     drifts): the plain psycopg loop, then the Django-cursor loop, then the operation."""
     from bench import api_ops
-    from bench.workers import rate
+    from bench.workers import measured, rate
 
     api_ops.prepare_baselines()
     baselines = api_ops.baseline_operations()
@@ -84,11 +84,18 @@ def python_api(seconds: float) -> dict:
         figures[str(workers)] = ops = {}
         for name, (kind, start) in api_ops.our_operations(supply).items():
             statement = "UPDATE" if kind == "write" else "SELECT"
+            psycopg = rate(baselines[f"psycopg {statement}"][1], workers, seconds)
+            floor = measured(baselines[f"Django {statement}"][1], workers, seconds)
+            ours = measured(start, workers, seconds)
             ops[name] = {
                 "kind": kind,
-                "psycopg": round(rate(baselines[f"psycopg {statement}"][1], workers, seconds), 1),
-                "django": round(rate(baselines[f"Django {statement}"][1], workers, seconds), 1),
-                "ops": round(rate(start, workers, seconds), 1),
+                "psycopg": round(psycopg, 1),
+                "django": round(floor["rate"], 1),
+                "django_p50": floor["p50_ms"],
+                "django_p99": floor["p99_ms"],
+                "ops": round(ours["rate"], 1),
+                "p50": ours["p50_ms"],
+                "p99": ours["p99_ms"],
             }
             if f"LangGraph {name}" in baselines:
                 peer = baselines[f"LangGraph {name}"][1]
@@ -158,6 +165,13 @@ def trips(count: dict, goal: str) -> str:
     return shown if round_trips <= TRIPS[goal] else shown + "*"
 
 
+def latency(f: dict, prefix: str) -> str:
+    """``p50/p99`` in milliseconds of the figures ``f``'s ``<prefix>p50``, or nothing."""
+    if f"{prefix}p50" not in f:
+        return ""
+    return f"{f[prefix + 'p50']:.2f}/{f[prefix + 'p99']:.2f}"
+
+
 def report(results: dict) -> None:
     r, api, counted = results["ratios"], results["api"], results["api_counts"]
     pg = results["pgbench"]
@@ -169,13 +183,18 @@ def report(results: dict) -> None:
     )
     print(
         f"\n{'Python API':<17}{'stmts':>6}"
-        + "".join(f"{'ops/s @' + w:>10}{'Django':>8}{'psycopg':>9}{'ratio':>7}{'':7}" for w in api)
+        + "".join(
+            f"{'ops/s @' + w:>10}{'p50/p99':>12}{'Django':>8}{'p50/p99':>12}{'psycopg':>9}"
+            f"{'ratio':>7}{'':7}"
+            for w in api
+        )
     )
     for name in api["1"]:
         print(
             f"{name:<17}{trips(counted[name], 'api'):>6}"
             + "".join(
-                f"{api[w][name]['ops']:>10,.0f}{api[w][name]['django']:>8,.0f}"
+                f"{api[w][name]['ops']:>10,.0f}{latency(api[w][name], ''):>12}"
+                f"{api[w][name]['django']:>8,.0f}{latency(api[w][name], 'django_'):>12}"
                 f"{api[w][name]['psycopg']:>9,.0f}"
                 f"{r['api'][w][name]:>7.2f} {met(r['api'][w][name], 'api'):<6}"
                 for w in api
@@ -185,7 +204,8 @@ def report(results: dict) -> None:
         f"{name} {trips(counted[name], 'api')}" for name in counted if name.startswith("Django ")
     )
     print(
-        f"  ratio: over the Django-cursor loop (goal {GOALS['api']}); stmts: statements per call"
+        f"  ratio: over the Django-cursor loop (goal {GOALS['api']}); p50/p99: one call's"
+        " median and 99th percentile (ms); stmts: statements per call"
         f" (statements/round trips where they differ; * over {TRIPS['api']}); floors: {floors}"
     )
     for w, pair in r["langgraph"].items():
@@ -246,14 +266,15 @@ def markdown(results: dict) -> str:
     """The figures as the README's tables."""
     r, api, counted = results["ratios"], results["api"], results["api_counts"]
     lines = [
-        "| Python API | kind | statements | ops/s @1 | Django cursor @1 | psycopg @1 "
-        f"| ratio @1 (≥ {GOALS['api']}) | ops/s @8 | Django cursor @8 | psycopg @8 "
-        f"| ratio @8 (≥ {GOALS['api']}) |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| Python API | kind | statements | ops/s @1 | p50/p99 ms | Django cursor @1 "
+        f"| p50/p99 ms | psycopg @1 | ratio @1 (≥ {GOALS['api']}) | ops/s @8 | p50/p99 ms "
+        f"| Django cursor @8 | p50/p99 ms | psycopg @8 | ratio @8 (≥ {GOALS['api']}) |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for name, f in api["1"].items():
         cells = [
-            f"{api[w][name]['ops']:,.0f} | {api[w][name]['django']:,.0f} "
+            f"{api[w][name]['ops']:,.0f} | {latency(api[w][name], '')} "
+            f"| {api[w][name]['django']:,.0f} | {latency(api[w][name], 'django_')} "
             f"| {api[w][name]['psycopg']:,.0f} | {r['api'][w][name]:.2f}"
             for w in ("1", "8")
         ]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import abc
 import uuid
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -75,8 +76,33 @@ SWEEPER = Actor(name="sweeper")
 THREAD_TOUCH = timedelta(minutes=1)
 
 # A channel's value put with a checkpoint: (channel, version, serde type, bytes);
-# type "empty" with no bytes: the channel was emptied.
+# type "empty" with no bytes: the channel was emptied (rows of earlier releases:
+# an emptied channel now has no row).
 Blob = tuple[str, str, str, bytes | None]
+
+# A stored value's type when its bytes are compressed: this prefix, then the serde's.
+COMPRESSED = "zlib+"
+# Values at least this long are compressed when that saves at least a fifth.
+COMPRESS_FROM = 512
+
+
+def packed(kind: str, value: bytes) -> tuple[str, bytes]:
+    """A serialized value as it is stored: compressed (``COMPRESSED`` + its type)
+    when long enough and that pays, else as it is."""
+    if len(value) >= COMPRESS_FROM:
+        smaller = zlib.compress(value, 1)
+        if len(smaller) <= len(value) * 0.8:
+            return COMPRESSED + kind, smaller
+    return kind, value
+
+
+def unpacked(kind: str, value: bytes) -> tuple[str, bytes]:
+    """A stored value as its serializer wrote it: ``packed`` undone."""
+    if kind.startswith(COMPRESSED):
+        return kind[len(COMPRESSED) :], zlib.decompress(value)
+    return kind, value
+
+
 # A pending write: (idx, channel, serde type, bytes).
 Write = tuple[int, str, str, bytes]
 

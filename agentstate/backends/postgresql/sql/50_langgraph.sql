@@ -27,11 +27,17 @@ END $$;
 
 -- A checkpoint and its new channel values; a fork (its parent already has
 -- another child, or a second root) is marked, or refused with p_refuse.
+--
+-- This function and agentstate_checkpoint, the hot path, keep one plan for each of
+-- their statements (plan_cache_mode): with the default, PL/pgSQL plans most of them
+-- again on every call, since a plan for the call's values looks cheaper than the
+-- generic one by the estimates; all their lookups are by a unique key, so the
+-- generic plan is the one they would pick anyway.
 CREATE FUNCTION agentstate_put_checkpoint(
     p_thread text, p_ns text, p_id text, p_parent text, p_checkpoint jsonb, p_metadata jsonb,
     p_channels text[], p_versions text[], p_types text[], p_blobs bytea[], p_refuse boolean
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     v_thread bigint := agentstate_touch_thread(p_thread);
     v_sibling text;
@@ -72,7 +78,9 @@ BEGIN
 END $$;
 
 -- A task's pending writes: a special channel's (negative idx) replaces the
--- stored one, any other is kept as first written.
+-- stored one, any other is kept as first written. The thread's row is not locked
+-- (only made when missing): the tasks of one step write at once, and the checkpoint
+-- they write against was put already.
 CREATE FUNCTION agentstate_put_checkpoint_writes(
     p_thread text, p_ns text, p_id text, p_task text, p_path text,
     p_idx integer[], p_channels text[], p_types text[], p_blobs bytea[]
@@ -80,9 +88,12 @@ CREATE FUNCTION agentstate_put_checkpoint_writes(
 LANGUAGE sql AS $$
     INSERT INTO agentstate_checkpointwrite AS w
         (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
-    SELECT agentstate_touch_thread(p_thread), p_ns, p_id, p_task, p_path,
-           x.idx, x.channel, x.type, x.blob
-    FROM unnest(p_idx, p_channels, p_types, p_blobs) AS x(idx, channel, type, blob)
+    SELECT t.id, p_ns, p_id, p_task, p_path, x.idx, x.channel, x.type, x.blob
+    FROM (
+        SELECT coalesce(
+            (SELECT id FROM agentstate_thread WHERE thread_id = p_thread),
+            agentstate_touch_thread(p_thread)) AS id
+    ) t, unnest(p_idx, p_channels, p_types, p_blobs) AS x(idx, channel, type, blob)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
         channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob,
         task_path = EXCLUDED.task_path
@@ -91,7 +102,9 @@ LANGUAGE sql AS $$
 $$;
 
 -- A checkpoint (p_id NULL: the namespace's latest) with its channel values and
--- pending writes as parallel arrays; no row when there is none.
+-- pending writes as parallel arrays; no row when there is none. A channel whose
+-- value is in the checkpoint's own JSON (channel_values) has no row to look up;
+-- each other channel is one lookup by its unique key.
 CREATE FUNCTION agentstate_checkpoint(p_thread text, p_ns text, p_id text)
 RETURNS TABLE (
     checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb,
@@ -99,7 +112,7 @@ RETURNS TABLE (
     write_tasks text[], write_channels text[], write_types text[], write_blobs bytea[],
     write_paths text[], write_idx integer[]
 )
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     c agentstate_checkpoint%ROWTYPE;
 BEGIN
@@ -121,13 +134,16 @@ BEGIN
            b.channels, b.types, b.blobs,
            w.tasks, w.channels, w.types, w.blobs, w.paths, w.idx
     FROM (
-        SELECT array_agg(bl.channel::text) AS channels, array_agg(bl.type::text) AS types,
+        SELECT array_agg(bl.channel) AS channels, array_agg(bl.type) AS types,
                array_agg(bl.blob) AS blobs
         FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS v(channel, version)
-        JOIN agentstate_checkpointblob bl
-          ON bl.thread_id = c.thread_id AND bl.checkpoint_ns = c.checkpoint_ns
-         AND bl.channel = v.channel AND bl.version = v.version
-        WHERE bl.type <> 'empty'
+        CROSS JOIN LATERAL (
+            SELECT x.channel::text, x.type::text, x.blob FROM agentstate_checkpointblob x
+            WHERE x.thread_id = c.thread_id AND x.checkpoint_ns = c.checkpoint_ns
+              AND x.channel = v.channel AND x.version = v.version AND x.type <> 'empty'
+            LIMIT 1
+        ) bl
+        WHERE NOT coalesce(c.checkpoint -> 'channel_values' ? v.channel, false)
     ) b, (
         SELECT array_agg(wr.task_id::text) AS tasks, array_agg(wr.channel::text) AS channels,
                array_agg(wr.type::text) AS types, array_agg(wr.blob) AS blobs,
