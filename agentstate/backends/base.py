@@ -494,6 +494,20 @@ class Backend(abc.ABC):
         ``checkpoint_id`` is ``None``; ``None`` when there is none."""
 
     @abc.abstractmethod
+    def checkpoint_history(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str | None,
+        channels: list[str],
+    ) -> list[StoredCheckpoint]:
+        """The ancestors of a checkpoint (the namespace's latest when
+        ``checkpoint_id`` is ``None``) up its parents, nearest first, until each of
+        ``channels`` has a value in one, for a ``DeltaChannel``'s history: each
+        with at least its values of the channels still wanted there and its
+        pending writes to them."""
+
+    @abc.abstractmethod
     def checkpoints(
         self,
         thread_id: str | None,

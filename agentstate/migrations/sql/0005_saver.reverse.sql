@@ -1,5 +1,9 @@
 -- Migration 0005 undone: the functions as 0003 left them.
 
+DROP FUNCTION agentstate_checkpoint_holds(jsonb, text, bigint, text);
+
+DROP FUNCTION agentstate_checkpoint_history(text, text, text, text[]);
+
 -- A checkpoint and its new channel values; a fork (its parent already has
 -- another child, or a second root) is marked, or refused with p_refuse.
 CREATE OR REPLACE FUNCTION agentstate_put_checkpoint(

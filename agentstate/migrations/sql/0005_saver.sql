@@ -129,3 +129,79 @@ BEGIN
     ) w;
 END $$;
 
+-- Whether a checkpoint holds a value of the channel: in its JSON, or a row.
+CREATE OR REPLACE FUNCTION agentstate_checkpoint_holds(
+    p_checkpoint jsonb, p_channel text, p_thread bigint, p_ns text
+) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(p_checkpoint -> 'channel_values' ? p_channel, false) OR EXISTS (
+        SELECT FROM agentstate_checkpointblob x
+        WHERE x.thread_id = p_thread AND x.checkpoint_ns = p_ns AND x.channel = p_channel
+          AND x.version = p_checkpoint -> 'channel_versions' ->> p_channel
+          AND x.type <> 'empty')
+$$;
+
+-- A DeltaChannel's history (AgentStateSaver.get_delta_channel_history): from the
+-- parent of a checkpoint (p_id NULL: the namespace's latest) up its parents, one
+-- row per ancestor, nearest first, until each channel of p_channels has a stored
+-- value: the ancestor's pending writes to the channels still wanted there, and its
+-- values of the wanted channels (small ones in channel_values, others as arrays).
+CREATE OR REPLACE FUNCTION agentstate_checkpoint_history(
+    p_thread text, p_ns text, p_id text, p_channels text[]
+)
+RETURNS TABLE (
+    checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb,
+    blob_channels text[], blob_types text[], blobs bytea[],
+    write_tasks text[], write_channels text[], write_types text[], write_blobs bytea[],
+    write_paths text[], write_idx integer[]
+)
+LANGUAGE sql STABLE AS $$
+    WITH RECURSIVE thread AS (
+        SELECT t.id FROM agentstate_thread t WHERE t.thread_id = p_thread
+    ), target AS (
+        SELECT cp.parent_checkpoint_id FROM agentstate_checkpoint cp, thread
+        WHERE cp.thread_id = thread.id AND cp.checkpoint_ns = p_ns
+          AND (p_id IS NULL OR cp.checkpoint_id = p_id)
+        ORDER BY cp.checkpoint_id DESC LIMIT 1
+    ), chain AS (
+        SELECT a.id, a.checkpoint_id, a.parent_checkpoint_id, a.checkpoint, 1 AS depth,
+               p_channels AS wanted
+        FROM target, thread, agentstate_checkpoint a
+        WHERE a.thread_id = thread.id AND a.checkpoint_ns = p_ns
+          AND a.checkpoint_id = target.parent_checkpoint_id
+        UNION ALL
+        SELECT a.id, a.checkpoint_id, a.parent_checkpoint_id, a.checkpoint, chain.depth + 1,
+               ARRAY(SELECT ch FROM unnest(chain.wanted) AS ch
+                     WHERE NOT agentstate_checkpoint_holds(chain.checkpoint, ch, thread.id, p_ns))
+        FROM chain, thread, agentstate_checkpoint a
+        WHERE a.thread_id = thread.id AND a.checkpoint_ns = p_ns
+          AND a.checkpoint_id = chain.parent_checkpoint_id
+          AND EXISTS (SELECT FROM unnest(chain.wanted) AS ch
+                      WHERE NOT agentstate_checkpoint_holds(chain.checkpoint, ch, thread.id, p_ns))
+    )
+    SELECT chain.checkpoint_id::text, chain.parent_checkpoint_id::text,
+           jsonb_build_object('channel_values', coalesce((
+               SELECT jsonb_object_agg(v.key, v.value)
+               FROM jsonb_each(chain.checkpoint -> 'channel_values') AS v
+               WHERE v.key = ANY (chain.wanted)), '{}')),
+           b.channels, b.types, b.blobs,
+           w.tasks, w.channels, w.types, w.blobs, w.paths, w.idx
+    FROM chain, thread, LATERAL (
+        SELECT array_agg(x.channel::text) AS channels, array_agg(x.type::text) AS types,
+               array_agg(x.blob) AS blobs
+        FROM unnest(chain.wanted) AS ch
+        JOIN agentstate_checkpointblob x
+          ON x.thread_id = thread.id AND x.checkpoint_ns = p_ns AND x.channel = ch
+         AND x.version = chain.checkpoint -> 'channel_versions' ->> ch AND x.type <> 'empty'
+        WHERE NOT coalesce(chain.checkpoint -> 'channel_values' ? ch, false)
+    ) b, LATERAL (
+        SELECT array_agg(wr.task_id::text) AS tasks, array_agg(wr.channel::text) AS channels,
+               array_agg(wr.type::text) AS types, array_agg(wr.blob) AS blobs,
+               array_agg(wr.task_path) AS paths, array_agg(wr.idx) AS idx
+        FROM agentstate_checkpointwrite wr
+        WHERE wr.thread_id = thread.id AND wr.checkpoint_ns = p_ns
+          AND wr.checkpoint_id = chain.checkpoint_id AND wr.channel = ANY (chain.wanted)
+    ) w
+    ORDER BY chain.depth
+$$;
+
