@@ -35,6 +35,15 @@ def _send_on_commit(events: list[Event], sender: type, instance: Any) -> None:
     transaction.on_commit(send)
 
 
+def heard(kind: str, sender: type[models.Model]) -> bool:
+    """Whether ``announce`` of an event of ``kind`` from ``sender`` reaches a receiver:
+    otherwise a bulk change need not build its events (the log has them)."""
+    kind_signal = signals.BY_KIND.get(kind)
+    return signals.event_recorded.has_listeners(sender) or (
+        kind_signal is not None and kind_signal.has_listeners(sender)
+    )
+
+
 def json_time(value: datetime) -> str:
     """A time as event details hold it: ISO 8601 in UTC with the microseconds'
     trailing zeros dropped, PostgreSQL's own JSON form (``to_jsonb``), so that an

@@ -126,10 +126,12 @@ class StoredCheckpoint:
 
 @dataclass(frozen=True)
 class Changed(Generic[T]):
-    """An operation's result and the events it appended (in its transaction)."""
+    """An operation's result and the events it appended (in its transaction);
+    ``after``: where a sweep's next batch starts (``expire_pauses``)."""
 
     value: T
     events: list[Event]
+    after: Any = None
 
 
 @dataclass(frozen=True)
@@ -565,9 +567,12 @@ class Backend(abc.ABC):
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).
 
     @abc.abstractmethod
-    def expire_pauses(self, size: int) -> Changed[int]:
-        """Mark pending pauses past their expiry expired. Event ``pause.expired`` per
-        pause. Value: how many."""
+    def expire_pauses(self, size: int, after: Any = None, answer: bool = True) -> Changed[int]:
+        """Mark pending pauses past their expiry expired, by expiry then id, the batch
+        after the one that answered ``after`` (``Changed.after``; ``None``: from the
+        first), so that each batch reads only its own rows however many came before.
+        Event ``pause.expired`` per pause, answered only with ``answer`` (whoever
+        listens to their signals; the log has them either way). Value: how many."""
 
     @abc.abstractmethod
     def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:

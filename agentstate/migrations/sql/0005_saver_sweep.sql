@@ -1,4 +1,45 @@
--- Migration 0005: the LangGraph saver smaller and faster (docs/performance.md).
+-- Migration 0005: the LangGraph saver smaller and faster, the sweep of pauses linear
+-- (docs/performance.md).
+
+DROP FUNCTION agentstate_expire_pauses(integer, text);
+
+-- Pauses by expiry then id, from the one after (p_after_expires, p_after_id) (NULL:
+-- the first): each batch starts where the last ended, so that it reads its own rows
+-- only, never the index entries of the rows batches before it expired (dead until
+-- vacuumed). Answers "after", where the next batch starts, and with p_events the events.
+CREATE OR REPLACE FUNCTION agentstate_expire_pauses(
+    p_size integer, p_actor text, p_after_expires timestamptz, p_after_id bigint,
+    p_events boolean
+) RETURNS jsonb
+LANGUAGE sql AS $$
+    WITH batch AS (
+        SELECT id, expires_at FROM agentstate_pausedrun
+        WHERE status = 'pending' AND expires_at <= now()
+          AND (expires_at, id) > (coalesce(p_after_expires, '-infinity'), coalesce(p_after_id, 0))
+        ORDER BY expires_at, id LIMIT p_size
+        FOR UPDATE SKIP LOCKED
+    ), expired AS (
+        UPDATE agentstate_pausedrun pause SET status = 'expired' FROM batch
+        WHERE pause.id = batch.id
+        RETURNING pause.chat_id, pause.tool_call_id, pause.owner, pause.created_by_id,
+                  pause.question_id
+    ), logged AS (
+        INSERT INTO agentstate_event
+            (kind, actor, user_id, object_type, object_id, created_by_id, owner, details,
+             created_at)
+        SELECT 'pause.expired', p_actor, NULL, 'pausedrun', chat_id || '#' || tool_call_id,
+               created_by_id, owner, jsonb_build_object('question_id', question_id), now()
+        FROM expired
+        RETURNING agentstate_event.*
+    )
+    SELECT jsonb_build_object(
+        'count', (SELECT count(*) FROM logged),
+        'events', CASE WHEN p_events THEN (
+            SELECT coalesce(jsonb_agg(to_jsonb(logged) ORDER BY id), '[]') FROM logged)
+            ELSE '[]' END,
+        'after', (SELECT jsonb_build_array(expires_at, id) FROM batch
+                  ORDER BY expires_at DESC, id DESC LIMIT 1))
+$$;
 
 -- A checkpoint and its new channel values; a fork (its parent already has
 -- another child, or a second root) is marked, or refused with p_refuse.

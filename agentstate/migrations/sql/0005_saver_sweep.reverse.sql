@@ -4,6 +4,34 @@ DROP FUNCTION agentstate_checkpoint_holds(jsonb, text, bigint, text);
 
 DROP FUNCTION agentstate_checkpoint_history(text, text, text, text[]);
 
+DROP FUNCTION agentstate_expire_pauses(integer, text, timestamptz, bigint, boolean);
+
+CREATE OR REPLACE FUNCTION agentstate_expire_pauses(p_size integer, p_actor text) RETURNS jsonb
+LANGUAGE sql AS $$
+    WITH batch AS (
+        SELECT id FROM agentstate_pausedrun
+        WHERE status = 'pending' AND expires_at <= now()
+        ORDER BY expires_at LIMIT p_size
+        FOR UPDATE SKIP LOCKED
+    ), expired AS (
+        UPDATE agentstate_pausedrun pause SET status = 'expired' FROM batch
+        WHERE pause.id = batch.id
+        RETURNING pause.chat_id, pause.tool_call_id, pause.owner, pause.created_by_id,
+                  pause.question_id
+    ), logged AS (
+        INSERT INTO agentstate_event
+            (kind, actor, user_id, object_type, object_id, created_by_id, owner, details,
+             created_at)
+        SELECT 'pause.expired', p_actor, NULL, 'pausedrun', chat_id || '#' || tool_call_id,
+               created_by_id, owner, jsonb_build_object('question_id', question_id), now()
+        FROM expired
+        RETURNING agentstate_event.*
+    )
+    SELECT jsonb_build_object(
+        'count', count(*), 'events', coalesce(jsonb_agg(to_jsonb(logged) ORDER BY id), '[]'))
+    FROM logged
+$$;
+
 -- A checkpoint and its new channel values; a fork (its parent already has
 -- another child, or a second root) is marked, or refused with p_refuse.
 CREATE OR REPLACE FUNCTION agentstate_put_checkpoint(

@@ -1,0 +1,35 @@
+"""The LangGraph saver smaller and faster, and the sweep of pauses linear.
+
+A task's writes no longer lock the thread's row, the read of a checkpoint
+looks up only the channels whose value is not in the checkpoint's JSON, the
+hot path's functions keep one plan per statement, and a DeltaChannel's
+history is one call; the sweep's batches of expired pauses go by expiry then
+id, each from where the last ended, on an index of both
+(``sql/0005_saver_sweep.sql``).
+"""
+
+from django.db import migrations, models
+
+from agentstate.backends.postgresql.schema import RunSQLFile
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("agentstate", "0003_webhooks_policies_langgraph"),
+    ]
+
+    operations = [
+        migrations.RemoveIndex(
+            model_name="pausedrun",
+            name="agentstate_pause_sweep",
+        ),
+        migrations.AddIndex(
+            model_name="pausedrun",
+            index=models.Index(
+                condition=models.Q(("status", "pending")),
+                fields=["expires_at", "id"],
+                name="agentstate_pause_sweep",
+            ),
+        ),
+        RunSQLFile("0005_saver_sweep.sql", "0005_saver_sweep.reverse.sql"),
+    ]
