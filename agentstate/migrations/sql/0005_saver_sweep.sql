@@ -6,7 +6,9 @@ DROP FUNCTION agentstate_expire_pauses(integer, text);
 -- Pauses by expiry then id, from the one after (p_after_expires, p_after_id) (NULL:
 -- the first): each batch starts where the last ended, so that it reads its own rows
 -- only, never the index entries of the rows batches before it expired (dead until
--- vacuumed). Answers "after", where the next batch starts, and with p_events the events.
+-- vacuumed); and the batch is updated by its ids (= ANY of an array: an index
+-- lookup each), where a join with the batch would hash the whole table. Answers
+-- "after", where the next batch starts, and with p_events the events.
 CREATE OR REPLACE FUNCTION agentstate_expire_pauses(
     p_size integer, p_actor text, p_after_expires timestamptz, p_after_id bigint,
     p_events boolean
@@ -19,8 +21,8 @@ LANGUAGE sql AS $$
         ORDER BY expires_at, id LIMIT p_size
         FOR UPDATE SKIP LOCKED
     ), expired AS (
-        UPDATE agentstate_pausedrun pause SET status = 'expired' FROM batch
-        WHERE pause.id = batch.id
+        UPDATE agentstate_pausedrun pause SET status = 'expired'
+        WHERE pause.id = ANY (ARRAY(SELECT id FROM batch))
         RETURNING pause.chat_id, pause.tool_call_id, pause.owner, pause.created_by_id,
                   pause.question_id
     ), logged AS (
