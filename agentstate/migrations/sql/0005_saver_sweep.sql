@@ -96,26 +96,37 @@ BEGIN
 END $$;
 
 -- A task's pending writes: a special channel's (negative idx) replaces the
--- stored one, any other is kept as first written. The thread's row is not locked
--- (only made when missing): the tasks of one step write at once, and the checkpoint
--- they write against was put already.
+-- stored one, any other is kept as first written (DO NOTHING: a write stored
+-- already, a task's retry, locks no row, so a call that changes nothing writes
+-- nothing). The thread's row is not locked (only made when missing): the tasks of
+-- one step write at once, and the checkpoint they write against was put already.
 CREATE OR REPLACE FUNCTION agentstate_put_checkpoint_writes(
     p_thread text, p_ns text, p_id text, p_task text, p_path text,
     p_idx integer[], p_channels text[], p_types text[], p_blobs bytea[]
 ) RETURNS jsonb
 LANGUAGE sql AS $$
-    INSERT INTO agentstate_checkpointwrite AS w
-        (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
-    SELECT t.id, p_ns, p_id, p_task, p_path, x.idx, x.channel, x.type, x.blob
-    FROM (
+    WITH thread AS (
         SELECT coalesce(
             (SELECT id FROM agentstate_thread WHERE thread_id = p_thread),
             agentstate_touch_thread(p_thread)) AS id
-    ) t, unnest(p_idx, p_channels, p_types, p_blobs) AS x(idx, channel, type, blob)
+    ), written AS (
+        SELECT thread.id AS thread_id, x.idx, x.channel, x.type, x.blob
+        FROM thread, unnest(p_idx, p_channels, p_types, p_blobs) AS x(idx, channel, type, blob)
+    ), kept AS (
+        INSERT INTO agentstate_checkpointwrite
+            (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type,
+             blob)
+        SELECT thread_id, p_ns, p_id, p_task, p_path, idx, channel, type, blob
+        FROM written WHERE idx >= 0
+        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
+    )
+    INSERT INTO agentstate_checkpointwrite
+        (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
+    SELECT thread_id, p_ns, p_id, p_task, p_path, idx, channel, type, blob
+    FROM written WHERE idx < 0
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
         channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob,
-        task_path = EXCLUDED.task_path
-    WHERE EXCLUDED.idx < 0;
+        task_path = EXCLUDED.task_path;
     SELECT '{}'::jsonb
 $$;
 
