@@ -24,6 +24,11 @@ def compared(ours: dict[str, float], theirs: dict[str, float]) -> dict[str, floa
     }
 
 
+def rate(value: float) -> str:
+    """Operations per second: whole above 100, else three significant digits."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def _workers(figures: dict) -> list[str]:
     return [w for w in figures if w.isdigit()]
 
@@ -32,7 +37,7 @@ def latency(f: dict, side: str) -> str:
     """``p50/p99`` in milliseconds, or nothing when not measured."""
     if f"{side}_p50" not in f:
         return ""
-    return f"{f[side + '_p50']:.2f}/{f[side + '_p99']:.2f}"
+    return f"{f[side + '_p50']:,.2f}/{f[side + '_p99']:,.2f}"
 
 
 def met(ratio: float) -> str:
@@ -53,8 +58,8 @@ def report(figures: dict, title: str, legend: str) -> str:
         lines.append(
             f"{name:<24}"
             + "".join(
-                f"{figures[w][name]['ours']:>11,.0f}{latency(figures[w][name], 'ours'):>13}"
-                f"{figures[w][name]['theirs']:>9,.0f}{latency(figures[w][name], 'theirs'):>13}"
+                f"{rate(figures[w][name]['ours']):>11}{latency(figures[w][name], 'ours'):>13}"
+                f"{rate(figures[w][name]['theirs']):>9}{latency(figures[w][name], 'theirs'):>13}"
                 f"{figures[w][name]['ratio']:>7.2f} {met(figures[w][name]['ratio']):<6}"
                 for w in workers
             )
@@ -75,8 +80,8 @@ def markdown(figures: dict, title: str) -> str:
     ]
     for name in figures["1"]:
         cells = [
-            f"{figures[w][name]['ours']:,.0f} | {latency(figures[w][name], 'ours')} "
-            f"| {figures[w][name]['theirs']:,.0f} | {latency(figures[w][name], 'theirs')} "
+            f"{rate(figures[w][name]['ours'])} | {latency(figures[w][name], 'ours')} "
+            f"| {rate(figures[w][name]['theirs'])} | {latency(figures[w][name], 'theirs')} "
             f"| {figures[w][name]['ratio']:.2f}"
             for w in ("1", "8")
         ]
