@@ -165,11 +165,13 @@ def trips(count: dict, goal: str) -> str:
     return shown if round_trips <= TRIPS[goal] else shown + "*"
 
 
-def latency(f: dict, prefix: str) -> str:
-    """``p50/p99`` in milliseconds of the figures ``f``'s ``<prefix>p50``, or nothing."""
-    if f"{prefix}p50" not in f:
+def latency(f: dict, prefix: str, suffix: str = "") -> str:
+    """``p50/p99`` in milliseconds of the figures ``f``'s ``<prefix>p50<suffix>``, or
+    nothing where not measured."""
+    p50, p99 = f.get(f"{prefix}p50{suffix}"), f.get(f"{prefix}p99{suffix}")
+    if p50 is None or p99 is None:
         return ""
-    return f"{f[prefix + 'p50']:.2f}/{f[prefix + 'p99']:.2f}"
+    return f"{p50:,.2f}/{p99:,.2f}"
 
 
 def report(results: dict) -> None:
@@ -223,14 +225,15 @@ def report(results: dict) -> None:
         print("\n" + sessions.report(results["sessions"]))
     http = results["http"]
     print(
-        f"\n{'REST (gunicorn, wrk)':<33}{'req/s':>7}{'DRF':>7}{'bare':>7}{'ratio':>7}{'':7}"
-        f"{'trips':>6}  failed"
+        f"\n{'REST (gunicorn, wrk)':<33}{'req/s':>7}{'p50/p99':>14}{'DRF':>7}{'p50/p99':>14}"
+        f"{'bare':>7}{'ratio':>7}{'':7}{'trips':>6}  failed"
     )
     for name, f in http["endpoints"].items():
         ratio = r["http"][name]
         status = "" if 200 <= f["status"] < 300 else f" (probe answered {f['status']})"
         print(
-            f"{name:<33}{f['rps']:>7,.0f}{f['drf_rps']:>7,.0f}{f['bare_rps']:>7,.0f}"
+            f"{name:<33}{f['rps']:>7,.0f}{latency(f, '', '_ms'):>14}{f['drf_rps']:>7,.0f}"
+            f"{latency(f, 'drf_', '_ms'):>14}{f['bare_rps']:>7,.0f}"
             f"{ratio:>7.2f} {met(ratio, 'http'):<6}{trips(f, 'http'):>6}  {f['failed']}"
             f" (baselines {f['drf_failed'] + f['bare_failed']}){status}"
         )
@@ -258,7 +261,8 @@ def report(results: dict) -> None:
         for rows, f in results[what].items():
             print(
                 f"sweep of {int(rows):,} {label}: {f['seconds']:.1f} s, "
-                f"peak memory +{f['peak_mib']:.0f} MiB (fill {f['fill_seconds']:.1f} s)"
+                f"peak memory +{f['peak_mib']:.0f} MiB, a batch's p50/p99"
+                f" {latency(f, 'batch_', '_ms')} ms (fill {f['fill_seconds']:.1f} s)"
             )
 
 
@@ -310,12 +314,13 @@ def markdown(results: dict) -> str:
     http = results["http"]
     lines += [
         "",
-        "| REST endpoint | req/s | DRF floor req/s | bare Django view req/s "
-        f"| ratio (≥ {GOALS['http']}) | round trips | failed |",
-        "|---|--:|--:|--:|--:|--:|--:|",
+        "| REST endpoint | req/s | p50/p99 ms | DRF floor req/s | p50/p99 ms "
+        f"| bare Django view req/s | ratio (≥ {GOALS['http']}) | round trips | failed |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     lines += [
-        f"| {name} | {f['rps']:,.0f} | {f['drf_rps']:,.0f} | {f['bare_rps']:,.0f} "
+        f"| {name} | {f['rps']:,.0f} | {latency(f, '', '_ms')} | {f['drf_rps']:,.0f} "
+        f"| {latency(f, 'drf_', '_ms')} | {f['bare_rps']:,.0f} "
         f"| {r['http'][name]:.2f} | {trips(f, 'http')} | {f['failed']} |"
         for name, f in http["endpoints"].items()
     ]
@@ -351,9 +356,14 @@ def markdown(results: dict) -> str:
         "|---|--:|--:|",
         f"| cost of the budgets | {r['budget']['1']:.2f} | {r['budget']['8']:.2f} |",
     ]
-    lines += ["", "| expiry sweep | time | peak memory growth |", "|---|--:|--:|"]
     lines += [
-        f"| {int(rows):,} {label} | {f['seconds']:.1f} s | {f['peak_mib']:.0f} MiB |"
+        "",
+        "| expiry sweep | time | a batch's p50/p99 ms | peak memory growth |",
+        "|---|--:|--:|--:|",
+    ]
+    lines += [
+        f"| {int(rows):,} {label} | {f['seconds']:.1f} s | {latency(f, 'batch_', '_ms')} "
+        f"| {f['peak_mib']:.0f} MiB |"
         for what, label in (("sweep", "expired pauses"), ("retention", "events past retention"))
         for rows, f in results[what].items()
     ]

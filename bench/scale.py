@@ -24,13 +24,31 @@ def _rss_kib() -> int:
 
 
 def _timed_sweep(results) -> None:
+    from array import array
+
+    from bench.workers import percentiles
+
     connections.close_all()
     before = _rss_kib()
-    began = time.perf_counter()
-    result = sweep()
+    batches, last = array("d"), [time.perf_counter()]
+
+    def batch_done(label: str, total: int) -> None:
+        now = time.perf_counter()
+        batches.append(now - last[0])
+        last[0] = now
+
+    began = last[0]
+    result = sweep(progress=batch_done)
     seconds = time.perf_counter() - began
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    results.put({**result.as_dict(), "seconds": seconds, "peak_mib": (peak - before) / 1024})
+    results.put(
+        {
+            **result.as_dict(),
+            "seconds": seconds,
+            "peak_mib": (peak - before) / 1024,
+            **{f"batch_{key}": value for key, value in percentiles(batches).items()},
+        }
+    )
     connections.close_all()
 
 
@@ -57,7 +75,13 @@ def expiry_sweep(rows: int) -> dict[str, float]:
         raise RuntimeError(f"the sweep expired {figures['expired_pauses']} pauses, not {rows}")
     with connection.cursor() as cursor:  # leave the tables small for the next figure
         cursor.execute("TRUNCATE agentstate_pausedrun, agentstate_event CASCADE")
-    return {"seconds": figures["seconds"], "peak_mib": figures["peak_mib"], "fill_seconds": filled}
+    return {
+        "seconds": figures["seconds"],
+        "peak_mib": figures["peak_mib"],
+        "fill_seconds": filled,
+        "batch_p50_ms": figures["batch_p50_ms"],
+        "batch_p99_ms": figures["batch_p99_ms"],
+    }
 
 
 def retention_sweep(rows: int) -> dict[str, float]:
@@ -77,4 +101,10 @@ def retention_sweep(rows: int) -> dict[str, float]:
     figures = _in_fresh_process()
     if figures["purged_events"] != rows:
         raise RuntimeError(f"the sweep deleted {figures['purged_events']} events, not {rows}")
-    return {"seconds": figures["seconds"], "peak_mib": figures["peak_mib"], "fill_seconds": filled}
+    return {
+        "seconds": figures["seconds"],
+        "peak_mib": figures["peak_mib"],
+        "fill_seconds": filled,
+        "batch_p50_ms": figures["batch_p50_ms"],
+        "batch_p99_ms": figures["batch_p99_ms"],
+    }
