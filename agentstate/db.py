@@ -99,7 +99,10 @@ def call_row(alias: str, function: str, **params: Any) -> tuple[Any, ...] | None
     """The first row of a set-returning database function (``None``: no row), its
     columns as the driver decodes them; the arguments and the transaction as
     ``call``'s."""
-    return _run(alias, f"SELECT * FROM {function}({_arguments(params)})", _params(params))
+    return cast(
+        tuple[Any, ...] | None,
+        _run(alias, f"SELECT * FROM {function}({_arguments(params)})", _params(params)),
+    )
 
 
 def call_rows(alias: str, function: str, **params: Any) -> list[tuple[Any, ...]]:
