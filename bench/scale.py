@@ -64,6 +64,12 @@ def _in_fresh_process() -> dict:
     return figures
 
 
+def _figures(figures: dict, filled: float) -> dict[str, float]:
+    """A sweep's figures: its time, peak memory growth and batches', and the fill's time."""
+    kept = ("seconds", "peak_mib", "batch_p50_ms", "batch_p99_ms")
+    return {**{key: figures[key] for key in kept}, "fill_seconds": filled}
+
+
 def expiry_sweep(rows: int) -> dict[str, float]:
     """Sweep ``rows`` expired pauses in a fresh process: its time and peak memory growth."""
     began = time.perf_counter()
@@ -75,13 +81,7 @@ def expiry_sweep(rows: int) -> dict[str, float]:
         raise RuntimeError(f"the sweep expired {figures['expired_pauses']} pauses, not {rows}")
     with connection.cursor() as cursor:  # leave the tables small for the next figure
         cursor.execute("TRUNCATE agentstate_pausedrun, agentstate_event CASCADE")
-    return {
-        "seconds": figures["seconds"],
-        "peak_mib": figures["peak_mib"],
-        "fill_seconds": filled,
-        "batch_p50_ms": figures["batch_p50_ms"],
-        "batch_p99_ms": figures["batch_p99_ms"],
-    }
+    return _figures(figures, filled)
 
 
 def retention_sweep(rows: int) -> dict[str, float]:
@@ -101,10 +101,4 @@ def retention_sweep(rows: int) -> dict[str, float]:
     figures = _in_fresh_process()
     if figures["purged_events"] != rows:
         raise RuntimeError(f"the sweep deleted {figures['purged_events']} events, not {rows}")
-    return {
-        "seconds": figures["seconds"],
-        "peak_mib": figures["peak_mib"],
-        "fill_seconds": filled,
-        "batch_p50_ms": figures["batch_p50_ms"],
-        "batch_p99_ms": figures["batch_p99_ms"],
-    }
+    return _figures(figures, filled)
