@@ -50,7 +50,7 @@ def report(figures: dict, title: str, legend: str) -> str:
     lines = [
         f"{title:<24}"
         + "".join(
-            f"{'ours @' + w:>11}{'p50/p99':>13}{'theirs':>9}{'p50/p99':>13}{'ratio':>7}{'':7}"
+            f"{'ours @' + w:>11}{'p50/p99':>20}{'theirs':>9}{'p50/p99':>20}{'ratio':>7}{'':7}"
             for w in workers
         )
     ]
@@ -58,8 +58,8 @@ def report(figures: dict, title: str, legend: str) -> str:
         lines.append(
             f"{name:<24}"
             + "".join(
-                f"{rate(figures[w][name]['ours']):>11}{latency(figures[w][name], 'ours'):>13}"
-                f"{rate(figures[w][name]['theirs']):>9}{latency(figures[w][name], 'theirs'):>13}"
+                f"{rate(figures[w][name]['ours']):>11}{latency(figures[w][name], 'ours'):>20}"
+                f"{rate(figures[w][name]['theirs']):>9}{latency(figures[w][name], 'theirs'):>20}"
                 f"{figures[w][name]['ratio']:>7.2f} {met(figures[w][name]['ratio']):<6}"
                 for w in workers
             )
