@@ -247,6 +247,11 @@ def report(results: dict) -> None:
         "\npush/pop cost at the longest list over the shortest:",
         ", ".join(f"{op} {v:.2f}x {met(v, 'scale')}" for op, v in r["push_pop"].items()),
     )
+    for n, ops in results.get("push_pop_latency", {}).items():
+        print(
+            f"  at {int(n):,} elements, one call's p50/p99 (ms): "
+            + ", ".join(f"{op} {latency(f, '', '_ms')}" for op, f in ops.items())
+        )
     print(
         "filing an approval request with a webhook's outbox row over without one: "
         + ", ".join(f"{v:.2f}x @{w} {met(v, 'outbox')}" for w, v in r["outbox"].items())
@@ -343,8 +348,13 @@ def markdown(results: dict) -> str:
         + f" | cost longest / shortest (≤ {GOALS['scale']}) |",
         "|---|" + "--:|" * (len(results["push_pop"]) + 1),
     ]
+    latencies = results.get("push_pop_latency", {})
     for op, ratio in r["push_pop"].items():
-        rates = " | ".join(f"{f[op]:,.0f}/s" for f in results["push_pop"].values())
+        rates = " | ".join(
+            f"{f[op]:,.0f}/s"
+            + (f" ({latency(latencies[n][op], '', '_ms')} ms)" if n in latencies else "")
+            for n, f in results["push_pop"].items()
+        )
         lines.append(f"| {op} | {rates} | {ratio:.2f} |")
     lines += [
         "",
@@ -429,6 +439,14 @@ def chart(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=80)
 
 
+def push_pop(results: dict, quick: bool) -> dict:
+    """push/pop rates by list length; their p50 and p99 go to ``push_pop_latency``."""
+    from bench import scale
+
+    rates, results["push_pop_latency"] = scale.push_pop(*((100, 3) if quick else (300, 5)))
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 s measurements, smaller sweep")
@@ -460,7 +478,7 @@ def main() -> None:
         ("api", lambda: python_api(seconds)),
         ("langgraph_peers", lambda: langgraph_ops.measure(seconds)),
         ("http", lambda: web.measure(http_seconds, int(http_seconds * 2000))),
-        ("push_pop", lambda: scale.push_pop(*((100, 3) if args.quick else (300, 5)))),
+        ("push_pop", lambda: push_pop(results, args.quick)),
         ("sweep", lambda: {str(rows): scale.expiry_sweep(rows) for rows in sweeps}),
         ("retention", lambda: {str(rows): scale.retention_sweep(rows) for rows in sweeps}),
         ("sessions", lambda: sessions.measure(seconds)),

@@ -11,11 +11,16 @@ from bench import fill
 from bench.api_ops import TAG
 
 
-def push_pop(ops: int, rounds: int) -> dict[str, dict[str, float]]:
-    """bench/push_pop.py's figures: ops/s of push, LIFO and FIFO pop by list length."""
+def push_pop(ops: int, rounds: int) -> tuple[dict, dict]:
+    """bench/push_pop.py's figures by list length: ops/s of push, LIFO and FIFO pop,
+    and each one's call p50 and p99."""
     from bench import push_pop
 
-    return {str(length): push_pop.measure(length, ops, rounds) for length in push_pop.LENGTHS}
+    measured = {str(n): push_pop.timed_measure(n, ops, rounds) for n in push_pop.LENGTHS}
+    return (
+        {n: rates for n, (rates, _latency) in measured.items()},
+        {n: latency for n, (_rates, latency) in measured.items()},
+    )
 
 
 def _rss_kib() -> int:
