@@ -756,6 +756,11 @@ class Checkpoint(models.Model):
         related_name="checkpoints",
         verbose_name=_("thread"),
         db_index=False,
+        # no constraint in the database: the saver makes or finds the thread's row in
+        # the statement that writes these, and deletes them with it; a checked key
+        # would lock the thread's row once per row written (a MultiXact when a put and
+        # a task's writes hold it at once)
+        db_constraint=False,
     )
     checkpoint_ns = models.TextField(_("namespace"), blank=True)
     checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
@@ -802,6 +807,11 @@ class CheckpointBlob(models.Model):
         related_name="blobs",
         verbose_name=_("thread"),
         db_index=False,
+        # no constraint in the database: the saver makes or finds the thread's row in
+        # the statement that writes these, and deletes them with it; a checked key
+        # would lock the thread's row once per row written (a MultiXact when a put and
+        # a task's writes hold it at once)
+        db_constraint=False,
     )
     checkpoint_ns = models.TextField(_("namespace"), blank=True)
     channel = models.CharField(_("channel"), max_length=KEY_LENGTH)
@@ -833,6 +843,11 @@ class CheckpointWrite(models.Model):
         related_name="writes",
         verbose_name=_("thread"),
         db_index=False,
+        # no constraint in the database: the saver makes or finds the thread's row in
+        # the statement that writes these, and deletes them with it; a checked key
+        # would lock the thread's row once per row written (a MultiXact when a put and
+        # a task's writes hold it at once)
+        db_constraint=False,
     )
     checkpoint_ns = models.TextField(_("namespace"), blank=True)
     checkpoint_id = models.CharField(_("checkpoint id"), max_length=64)
