@@ -186,7 +186,7 @@ def report(results: dict) -> None:
     print(
         f"\n{'Python API':<17}{'stmts':>6}"
         + "".join(
-            f"{'ops/s @' + w:>10}{'p50/p99':>12}{'Django':>8}{'p50/p99':>12}{'psycopg':>9}"
+            f"{'ops/s @' + w:>10}{'p50/p99':>16}{'Django':>8}{'p50/p99':>16}{'psycopg':>9}"
             f"{'ratio':>7}{'':7}"
             for w in api
         )
@@ -195,8 +195,8 @@ def report(results: dict) -> None:
         print(
             f"{name:<17}{trips(counted[name], 'api'):>6}"
             + "".join(
-                f"{api[w][name]['ops']:>10,.0f}{latency(api[w][name], ''):>12}"
-                f"{api[w][name]['django']:>8,.0f}{latency(api[w][name], 'django_'):>12}"
+                f"{api[w][name]['ops']:>10,.0f}{latency(api[w][name], ''):>16}"
+                f"{api[w][name]['django']:>8,.0f}{latency(api[w][name], 'django_'):>16}"
                 f"{api[w][name]['psycopg']:>9,.0f}"
                 f"{r['api'][w][name]:>7.2f} {met(r['api'][w][name], 'api'):<6}"
                 for w in api
