@@ -119,7 +119,18 @@ def call_row(alias: str, function: str, **params: Any) -> tuple[Any, ...] | None
     """The first row of a set-returning database function (``None``: no row), its
     columns as the driver decodes them; the arguments and the transaction as
     ``call``'s."""
-    return _run(alias, f"SELECT * FROM {function}({_arguments(params)})", _params(params))
+    return cast(
+        tuple[Any, ...] | None,
+        _run(alias, f"SELECT * FROM {function}({_arguments(params)})", _params(params)),
+    )
+
+
+def call_rows(alias: str, function: str, **params: Any) -> list[tuple[Any, ...]]:
+    """Every row of a set-returning database function; as ``call_row``."""
+    return cast(
+        list[tuple[Any, ...]],
+        _run(alias, f"SELECT * FROM {function}({_arguments(params)})", _params(params), True),
+    )
 
 
 def _arguments(params: dict[str, Any]) -> str:
@@ -137,19 +148,19 @@ def _params(params: dict[str, Any]) -> list[Any]:
     ]
 
 
-def _run(alias: str, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+def _run(alias: str, sql: str, params: list[Any], every: bool = False) -> Any:
+    """The first row (``every``: all rows) of one statement, as ``call`` runs it."""
     connection = connections[alias]
     if connection.in_atomic_block:
         with transaction.atomic(using=alias):
-            return _fetch(connection, sql, params)
-    return retried(lambda: _fetch(connection, sql, params))
+            return _fetch(connection, sql, params, every)
+    return retried(lambda: _fetch(connection, sql, params, every))
 
 
-def _fetch(connection: Any, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+def _fetch(connection: Any, sql: str, params: list[Any], every: bool) -> Any:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        row: tuple[Any, ...] | None = cursor.fetchone()
-    return row
+        return cursor.fetchall() if every else cursor.fetchone()
 
 
 def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:

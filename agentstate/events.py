@@ -28,6 +28,15 @@ def _send_on_commit(events: list[Event], sender: type, instance: Any) -> None:
     transaction.on_commit(send)
 
 
+def heard(kind: str, sender: type[models.Model]) -> bool:
+    """Whether ``announce`` of an event of ``kind`` from ``sender`` reaches a receiver:
+    otherwise a bulk change need not build its events (the log has them)."""
+    kind_signal = signals.BY_KIND.get(kind)
+    return signals.event_recorded.has_listeners(sender) or (
+        kind_signal is not None and kind_signal.has_listeners(sender)
+    )
+
+
 def announce(events: list[Event], sender: type[models.Model], instance: Any = None) -> None:
     """Send the signals of the events a backend wrote, and hand over the webhook
     deliveries they made, after its transaction commits (at once in autocommit).

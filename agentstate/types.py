@@ -57,7 +57,8 @@ SWEEPER = Actor(name="sweeper")
 THREAD_TOUCH = timedelta(minutes=1)
 
 # A channel's value put with a checkpoint: (channel, version, serde type, bytes);
-# type "empty" with no bytes: the channel was emptied.
+# type "empty" with no bytes: the channel was emptied (rows of earlier releases:
+# an emptied channel now has no row).
 Blob = tuple[str, str, str, bytes | None]
 # A pending write: (idx, channel, serde type, bytes).
 Write = tuple[int, str, str, bytes]

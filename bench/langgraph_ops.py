@@ -16,7 +16,14 @@ Django's connection. A worker uses its own threads and namespaces.
 - ``graph run``: one ``invoke`` of a three-node ``StateGraph`` (three
   channels) on a new thread: the read of the thread's latest checkpoint, then
   four checkpoints and three tasks' writes;
+- ``conversation``: twenty turns of a chat (a ``MessagesState`` graph whose
+  one node answers each human message) on one new thread, one ``invoke`` each;
 - ``store put``, ``store get``: one item of a namespace.
+
+Each figure comes with one call's median and 99th percentile time. Then
+``storage``: fifty-turn conversations on each saver's emptied tables, and the
+bytes on disk of its tables (with their indexes and TOAST) and rows per
+checkpoint.
 """
 
 import argparse
@@ -178,6 +185,103 @@ def _graph_run(make) -> Start:
     return start
 
 
+def chat(checkpointer: Any) -> Any:
+    """A chat: each human message answered by one node, the history in ``messages``."""
+    from langchain_core.messages import AIMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    def answer(state: MessagesState) -> dict:
+        asked = state["messages"][-1].content
+        return {
+            "messages": [
+                AIMessage(
+                    f"Here is an answer to {asked!r}, turn {len(state['messages']) // 2 + 1}:"
+                    " a few sentences of text, about as long as a model's short reply, which"
+                    " the conversation keeps in its history from then on."
+                )
+            ]
+        }
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def converse(app: Any, thread_id: str, turns: int) -> None:
+    from langchain_core.messages import HumanMessage
+
+    config = {"configurable": {"thread_id": thread_id}}
+    for turn in range(turns):
+        out = app.invoke(
+            {"messages": [HumanMessage(f"Question {turn}: what comes next, and why?")]}, config
+        )
+    if len(out["messages"]) != 2 * turns:
+        raise AssertionError(f"the chat ran wrong: {len(out['messages'])} messages")
+
+
+def _conversation(make, turns: int = 20) -> Start:
+    def start(index: int) -> Op:
+        app = chat(make())
+        prefix = fresh("chat")
+        number = iter(range(10**9))
+        return lambda: converse(app, f"{prefix}-{next(number)}", turns)
+
+    return start
+
+
+OUR_TABLES = (
+    "agentstate_thread",
+    "agentstate_checkpoint",
+    "agentstate_checkpointblob",
+    "agentstate_checkpointwrite",
+)
+THEIR_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+
+
+def _footprint(tables: tuple[str, ...], checkpoints_table: str) -> dict[str, float]:
+    """Bytes on disk of ``tables`` (with indexes and TOAST) and their rows per checkpoint."""
+    import psycopg
+
+    with psycopg.connect(env.dsn(), autocommit=True) as conn:
+        size = sum(
+            conn.execute("SELECT pg_total_relation_size(%s)", [t]).fetchone()[0] for t in tables
+        )
+        rows = sum(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables)
+        (checkpoints,) = conn.execute(f"SELECT count(*) FROM {checkpoints_table}").fetchone()
+    return {
+        "bytes": size,
+        "rows": rows,
+        "checkpoints": checkpoints,
+        "bytes_per_checkpoint": round(size / checkpoints, 1),
+        "rows_per_checkpoint": round(rows / checkpoints, 3),
+    }
+
+
+def storage(conversations: int = 3, turns: int = 50) -> dict[str, dict[str, float]]:
+    """Each saver's footprint after ``conversations`` chats of ``turns`` turns on its
+    emptied tables."""
+    import psycopg
+
+    with psycopg.connect(env.dsn(), autocommit=True) as conn:
+        conn.execute(f"TRUNCATE {', '.join(OUR_TABLES + THEIR_TABLES)}")
+    footprints = {}
+    for side, make, tables in (
+        ("theirs", their_saver, THEIR_TABLES),
+        ("ours", our_saver, OUR_TABLES),
+    ):
+        app = chat(make())
+        for number in range(conversations):
+            converse(app, fresh(f"storage-{number}"), turns)
+        footprints[side] = _footprint(tables, tables[1] if side == "ours" else tables[0])
+    footprints["ratio"] = {
+        key: round(footprints["ours"][key] / footprints["theirs"][key], 3)
+        for key in ("bytes_per_checkpoint", "rows_per_checkpoint")
+    }
+    return footprints
+
+
 def _store_op(make, call) -> Start:
     def start(index: int) -> Op:
         store = make()
@@ -201,6 +305,7 @@ def operations() -> dict[str, tuple[Start, Start]]:
         "saver put": (_saver_put(our_saver), _saver_put(their_saver)),
         "saver get_tuple": (_saver_get(our_saver), _saver_get(their_saver)),
         "graph run": (_graph_run(our_saver), _graph_run(their_saver)),
+        "conversation": (_conversation(our_saver), _conversation(their_saver)),
         "store put": (_store_op(our_store, put), _store_op(their_store, put)),
         "store get": (_store_op(our_store, get), _store_op(their_store, get)),
     }
@@ -208,8 +313,9 @@ def operations() -> dict[str, tuple[Start, Start]]:
 
 def measure(seconds: float, only: set[str] | None = None) -> dict:
     """ops/s of ours and theirs at each number of workers (``only``: these operations),
-    theirs measured just before ours (the machine drifts)."""
-    from bench.workers import rate
+    theirs measured just before ours (the machine drifts), with one call's p50 and
+    p99; then ``storage`` (unless ``only`` leaves it out)."""
+    from bench.workers import measured
 
     prepare()
     figures: dict = {}
@@ -218,14 +324,12 @@ def measure(seconds: float, only: set[str] | None = None) -> dict:
         for name, (ours, theirs) in operations().items():
             if only and name not in only:
                 continue
-            theirs_rate = rate(theirs, workers, seconds)
-            ours_rate = rate(ours, workers, seconds)
-            ops[name] = {
-                "ours": round(ours_rate, 1),
-                "theirs": round(theirs_rate, 1),
-                "ratio": round(ours_rate / theirs_rate, 3),
-            }
+            theirs_figures = measured(theirs, workers, seconds)
+            ours_figures = measured(ours, workers, seconds)
+            ops[name] = peers.compared(ours_figures, theirs_figures)
         print(f"  {workers} worker(s): done", flush=True)
+    if not only or "storage" in only:
+        figures["storage"] = storage()
     return figures
 
 
@@ -234,12 +338,54 @@ LEGEND = "ours: AgentStateSaver, AgentStateStore; theirs: LangGraph's PostgresSa
 MARKDOWN_TITLE = "ours / LangGraph's PostgresSaver, PostgresStore"
 
 
+STORAGE_TITLE = "after fifty-turn conversations"
+
+
 def report(figures: dict) -> str:
-    return peers.report(figures, TITLE, LEGEND)
+    return peers.report(figures, TITLE, LEGEND) + (
+        "\n" + _storage_report(figures["storage"]) if "storage" in figures else ""
+    )
+
+
+def _storage_report(found: dict) -> str:
+    lines = [f"{'storage, ' + STORAGE_TITLE:<44}{'ours':>10}{'theirs':>10}{'ratio':>7}"]
+    for key, label in (
+        ("bytes_per_checkpoint", "bytes on disk per checkpoint"),
+        ("rows_per_checkpoint", "rows per checkpoint"),
+    ):
+        ratio = found["ratio"][key]
+        lines.append(
+            f"{label:<44}{found['ours'][key]:>10,.1f}{found['theirs'][key]:>10,.1f}"
+            f"{ratio:>7.2f} {'ok' if ratio <= STORAGE_GOAL else 'MISSED'}"
+        )
+    lines.append(
+        f"  tables, indexes and TOAST over checkpoints ({found['ours']['checkpoints']:,} ours,"
+        f" {found['theirs']['checkpoints']:,} theirs); goal: ratio at most {STORAGE_GOAL}"
+    )
+    return "\n".join(lines)
+
+
+STORAGE_GOAL = 0.5
 
 
 def markdown(figures: dict) -> str:
-    return peers.markdown(figures, MARKDOWN_TITLE)
+    table = peers.markdown(figures, MARKDOWN_TITLE)
+    if "storage" not in figures:
+        return table
+    found = figures["storage"]
+    rows = [
+        f"| storage, {STORAGE_TITLE} | ours | theirs | ratio (≤ {STORAGE_GOAL}) |",
+        "|---|--:|--:|--:|",
+    ]
+    for key, label in (
+        ("bytes_per_checkpoint", "bytes on disk per checkpoint"),
+        ("rows_per_checkpoint", "rows per checkpoint"),
+    ):
+        rows.append(
+            f"| {label} | {found['ours'][key]:,.1f} | {found['theirs'][key]:,.1f} "
+            f"| {found['ratio'][key]:.2f} |"
+        )
+    return table + "\n" + "\n".join(rows) + "\n"
 
 
 def main() -> None:

@@ -40,53 +40,83 @@ LENGTHS = (10, 1_000, 100_000)
 LIMIT = 1.5
 
 
-def best_rate(ops: int, rounds: int, prepare: Callable[[], None], run: Callable[[], None]) -> float:
-    """Operations per second of ``run`` (``ops`` operations), best of ``rounds``."""
+# Each call's time in the round being timed (``_best`` keeps the best round's).
+_calls: list[float] = []
+
+
+def _timed(call: Callable[[], object]) -> None:
+    began = time.perf_counter()
+    call()
+    _calls.append(time.perf_counter() - began)
+
+
+def _best(
+    ops: int,
+    rounds: int,
+    prepare: Callable[[], None] | None,
+    run: Callable[[], None],
+    undo: Callable[[], None] | None,
+) -> float:
+    global best_calls
     best = float("inf")
     for _ in range(rounds):
-        prepare()
+        if prepare is not None:
+            prepare()
+        _calls.clear()
         start = time.perf_counter()
         run()
-        best = min(best, time.perf_counter() - start)
+        took = time.perf_counter() - start
+        if took < best:
+            best, best_calls = took, list(_calls)
+        if undo is not None:
+            undo()
     return ops / best
 
 
+best_calls: list[float] = []
+
+
 def measure(length: int, ops: int, rounds: int) -> dict[str, float]:
+    """Ops/s of push, LIFO pop and FIFO pop at ``length``; ``timed_measure`` also
+    gives one call's p50 and p99."""
+    return timed_measure(length, ops, rounds)[0]
+
+
+def timed_measure(
+    length: int, ops: int, rounds: int
+) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    """``measure``'s rates, and each operation's ``p50_ms`` and ``p99_ms`` (its best
+    round's calls)."""
+    from array import array
+
+    from bench.workers import percentiles
+
     scope, name = f"bench/push_pop/{uuid.uuid4()}", "list"
     context.put(scope, name, list(range(length)))
 
     def pushes() -> None:
         for i in range(ops):
-            context.push(scope, name, i)
+            _timed(lambda i=i: context.push(scope, name, i))
 
     def pops(mode: str) -> Callable[[], None]:
         def run() -> None:
             for _ in range(ops):
-                context.pop(scope, name, mode)
+                _timed(lambda: context.pop(scope, name, mode))
 
         return run
 
+    rates, latencies = {}, {}
     try:
-        return {
-            "push": _push_then_pop(ops, rounds, pushes, pops("LIFO")),
-            "pop LIFO": best_rate(ops, rounds, pushes, pops("LIFO")),
-            "pop FIFO": best_rate(ops, rounds, pushes, pops("FIFO")),
-        }
+        for op, prepare, run, undo in (
+            ("push", None, pushes, pops("LIFO")),
+            ("pop LIFO", pushes, pops("LIFO"), None),
+            ("pop FIFO", pushes, pops("FIFO"), None),
+        ):
+            rates[op] = _best(ops, rounds, prepare, run, undo)
+            latencies[op] = percentiles(array("d", best_calls))
+        return rates, latencies
     finally:
         context.delete_scope(scope)
-
-
-def _push_then_pop(
-    ops: int, rounds: int, pushes: Callable[[], None], undo: Callable[[], None]
-) -> float:
-    """Push rate, each round's pushes undone (untimed) so the length stays put."""
-    best = float("inf")
-    for _ in range(rounds):
-        start = time.perf_counter()
-        pushes()
-        best = min(best, time.perf_counter() - start)
-        undo()
-    return ops / best
 
 
 def main() -> int:

@@ -74,7 +74,7 @@ def python_api(seconds: float) -> dict:
     """Each operation's rate beside its baselines', measured just before it (the machine
     drifts): the plain psycopg loop, then the Django-cursor loop, then the operation."""
     from bench import api_ops
-    from bench.workers import rate
+    from bench.workers import measured, rate
 
     api_ops.prepare_baselines()
     baselines = api_ops.baseline_operations()
@@ -84,11 +84,18 @@ def python_api(seconds: float) -> dict:
         figures[str(workers)] = ops = {}
         for name, (kind, start) in api_ops.our_operations(supply).items():
             statement = "UPDATE" if kind == "write" else "SELECT"
+            psycopg = rate(baselines[f"psycopg {statement}"][1], workers, seconds)
+            floor = measured(baselines[f"Django {statement}"][1], workers, seconds)
+            ours = measured(start, workers, seconds)
             ops[name] = {
                 "kind": kind,
-                "psycopg": round(rate(baselines[f"psycopg {statement}"][1], workers, seconds), 1),
-                "django": round(rate(baselines[f"Django {statement}"][1], workers, seconds), 1),
-                "ops": round(rate(start, workers, seconds), 1),
+                "psycopg": round(psycopg, 1),
+                "django": round(floor["rate"], 1),
+                "django_p50": floor["p50_ms"],
+                "django_p99": floor["p99_ms"],
+                "ops": round(ours["rate"], 1),
+                "p50": ours["p50_ms"],
+                "p99": ours["p99_ms"],
             }
             if f"LangGraph {name}" in baselines:
                 peer = baselines[f"LangGraph {name}"][1]
@@ -158,6 +165,15 @@ def trips(count: dict, goal: str) -> str:
     return shown if round_trips <= TRIPS[goal] else shown + "*"
 
 
+def latency(f: dict, prefix: str, suffix: str = "") -> str:
+    """``p50/p99`` in milliseconds of the figures ``f``'s ``<prefix>p50<suffix>``, or
+    nothing where not measured."""
+    p50, p99 = f.get(f"{prefix}p50{suffix}"), f.get(f"{prefix}p99{suffix}")
+    if p50 is None or p99 is None:
+        return ""
+    return f"{p50:,.2f}/{p99:,.2f}"
+
+
 def report(results: dict) -> None:
     r, api, counted = results["ratios"], results["api"], results["api_counts"]
     pg = results["pgbench"]
@@ -169,13 +185,18 @@ def report(results: dict) -> None:
     )
     print(
         f"\n{'Python API':<17}{'stmts':>6}"
-        + "".join(f"{'ops/s @' + w:>10}{'Django':>8}{'psycopg':>9}{'ratio':>7}{'':7}" for w in api)
+        + "".join(
+            f"{'ops/s @' + w:>10}{'p50/p99':>16}{'Django':>8}{'p50/p99':>16}{'psycopg':>9}"
+            f"{'ratio':>7}{'':7}"
+            for w in api
+        )
     )
     for name in api["1"]:
         print(
             f"{name:<17}{trips(counted[name], 'api'):>6}"
             + "".join(
-                f"{api[w][name]['ops']:>10,.0f}{api[w][name]['django']:>8,.0f}"
+                f"{api[w][name]['ops']:>10,.0f}{latency(api[w][name], ''):>16}"
+                f"{api[w][name]['django']:>8,.0f}{latency(api[w][name], 'django_'):>16}"
                 f"{api[w][name]['psycopg']:>9,.0f}"
                 f"{r['api'][w][name]:>7.2f} {met(r['api'][w][name], 'api'):<6}"
                 for w in api
@@ -185,7 +206,8 @@ def report(results: dict) -> None:
         f"{name} {trips(counted[name], 'api')}" for name in counted if name.startswith("Django ")
     )
     print(
-        f"  ratio: over the Django-cursor loop (goal {GOALS['api']}); stmts: statements per call"
+        f"  ratio: over the Django-cursor loop (goal {GOALS['api']}); p50/p99: one call's"
+        " median and 99th percentile (ms); stmts: statements per call"
         f" (statements/round trips where they differ; * over {TRIPS['api']}); floors: {floors}"
     )
     for w, pair in r["langgraph"].items():
@@ -203,14 +225,15 @@ def report(results: dict) -> None:
         print("\n" + sessions.report(results["sessions"]))
     http = results["http"]
     print(
-        f"\n{'REST (gunicorn, wrk)':<33}{'req/s':>7}{'DRF':>7}{'bare':>7}{'ratio':>7}{'':7}"
-        f"{'trips':>6}  failed"
+        f"\n{'REST (gunicorn, wrk)':<33}{'req/s':>7}{'p50/p99':>14}{'DRF':>7}{'p50/p99':>14}"
+        f"{'bare':>7}{'ratio':>7}{'':7}{'trips':>6}  failed"
     )
     for name, f in http["endpoints"].items():
         ratio = r["http"][name]
         status = "" if 200 <= f["status"] < 300 else f" (probe answered {f['status']})"
         print(
-            f"{name:<33}{f['rps']:>7,.0f}{f['drf_rps']:>7,.0f}{f['bare_rps']:>7,.0f}"
+            f"{name:<33}{f['rps']:>7,.0f}{latency(f, '', '_ms'):>14}{f['drf_rps']:>7,.0f}"
+            f"{latency(f, 'drf_', '_ms'):>14}{f['bare_rps']:>7,.0f}"
             f"{ratio:>7.2f} {met(ratio, 'http'):<6}{trips(f, 'http'):>6}  {f['failed']}"
             f" (baselines {f['drf_failed'] + f['bare_failed']}){status}"
         )
@@ -224,6 +247,11 @@ def report(results: dict) -> None:
         "\npush/pop cost at the longest list over the shortest:",
         ", ".join(f"{op} {v:.2f}x {met(v, 'scale')}" for op, v in r["push_pop"].items()),
     )
+    for n, ops in results.get("push_pop_latency", {}).items():
+        print(
+            f"  at {int(n):,} elements, one call's p50/p99 (ms): "
+            + ", ".join(f"{op} {latency(f, '', '_ms')}" for op, f in ops.items())
+        )
     print(
         "filing an approval request with a webhook's outbox row over without one: "
         + ", ".join(f"{v:.2f}x @{w} {met(v, 'outbox')}" for w, v in r["outbox"].items())
@@ -238,7 +266,8 @@ def report(results: dict) -> None:
         for rows, f in results[what].items():
             print(
                 f"sweep of {int(rows):,} {label}: {f['seconds']:.1f} s, "
-                f"peak memory +{f['peak_mib']:.0f} MiB (fill {f['fill_seconds']:.1f} s)"
+                f"peak memory +{f['peak_mib']:.0f} MiB, a batch's p50/p99"
+                f" {latency(f, 'batch_', '_ms')} ms (fill {f['fill_seconds']:.1f} s)"
             )
 
 
@@ -246,14 +275,15 @@ def markdown(results: dict) -> str:
     """The figures as the README's tables."""
     r, api, counted = results["ratios"], results["api"], results["api_counts"]
     lines = [
-        "| Python API | kind | statements | ops/s @1 | Django cursor @1 | psycopg @1 "
-        f"| ratio @1 (≥ {GOALS['api']}) | ops/s @8 | Django cursor @8 | psycopg @8 "
-        f"| ratio @8 (≥ {GOALS['api']}) |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| Python API | kind | statements | ops/s @1 | p50/p99 ms | Django cursor @1 "
+        f"| p50/p99 ms | psycopg @1 | ratio @1 (≥ {GOALS['api']}) | ops/s @8 | p50/p99 ms "
+        f"| Django cursor @8 | p50/p99 ms | psycopg @8 | ratio @8 (≥ {GOALS['api']}) |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for name, f in api["1"].items():
         cells = [
-            f"{api[w][name]['ops']:,.0f} | {api[w][name]['django']:,.0f} "
+            f"{api[w][name]['ops']:,.0f} | {latency(api[w][name], '')} "
+            f"| {api[w][name]['django']:,.0f} | {latency(api[w][name], 'django_')} "
             f"| {api[w][name]['psycopg']:,.0f} | {r['api'][w][name]:.2f}"
             for w in ("1", "8")
         ]
@@ -289,12 +319,13 @@ def markdown(results: dict) -> str:
     http = results["http"]
     lines += [
         "",
-        "| REST endpoint | req/s | DRF floor req/s | bare Django view req/s "
-        f"| ratio (≥ {GOALS['http']}) | round trips | failed |",
-        "|---|--:|--:|--:|--:|--:|--:|",
+        "| REST endpoint | req/s | p50/p99 ms | DRF floor req/s | p50/p99 ms "
+        f"| bare Django view req/s | ratio (≥ {GOALS['http']}) | round trips | failed |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     lines += [
-        f"| {name} | {f['rps']:,.0f} | {f['drf_rps']:,.0f} | {f['bare_rps']:,.0f} "
+        f"| {name} | {f['rps']:,.0f} | {latency(f, '', '_ms')} | {f['drf_rps']:,.0f} "
+        f"| {latency(f, 'drf_', '_ms')} | {f['bare_rps']:,.0f} "
         f"| {r['http'][name]:.2f} | {trips(f, 'http')} | {f['failed']} |"
         for name, f in http["endpoints"].items()
     ]
@@ -317,8 +348,13 @@ def markdown(results: dict) -> str:
         + f" | cost longest / shortest (≤ {GOALS['scale']}) |",
         "|---|" + "--:|" * (len(results["push_pop"]) + 1),
     ]
+    latencies = results.get("push_pop_latency", {})
     for op, ratio in r["push_pop"].items():
-        rates = " | ".join(f"{f[op]:,.0f}/s" for f in results["push_pop"].values())
+        rates = " | ".join(
+            f"{f[op]:,.0f}/s"
+            + (f" ({latency(latencies[n][op], '', '_ms')} ms)" if n in latencies else "")
+            for n, f in results["push_pop"].items()
+        )
         lines.append(f"| {op} | {rates} | {ratio:.2f} |")
     lines += [
         "",
@@ -330,9 +366,14 @@ def markdown(results: dict) -> str:
         "|---|--:|--:|",
         f"| cost of the budgets | {r['budget']['1']:.2f} | {r['budget']['8']:.2f} |",
     ]
-    lines += ["", "| expiry sweep | time | peak memory growth |", "|---|--:|--:|"]
     lines += [
-        f"| {int(rows):,} {label} | {f['seconds']:.1f} s | {f['peak_mib']:.0f} MiB |"
+        "",
+        "| expiry sweep | time | a batch's p50/p99 ms | peak memory growth |",
+        "|---|--:|--:|--:|",
+    ]
+    lines += [
+        f"| {int(rows):,} {label} | {f['seconds']:.1f} s | {latency(f, 'batch_', '_ms')} "
+        f"| {f['peak_mib']:.0f} MiB |"
         for what, label in (("sweep", "expired pauses"), ("retention", "events past retention"))
         for rows, f in results[what].items()
     ]
@@ -398,6 +439,14 @@ def chart(results: dict, path: Path) -> None:
     fig.savefig(path, dpi=80)
 
 
+def push_pop(results: dict, quick: bool) -> dict:
+    """push/pop rates by list length; their p50 and p99 go to ``push_pop_latency``."""
+    from bench import scale
+
+    rates, results["push_pop_latency"] = scale.push_pop(*((100, 3) if quick else (300, 5)))
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 s measurements, smaller sweep")
@@ -429,7 +478,7 @@ def main() -> None:
         ("api", lambda: python_api(seconds)),
         ("langgraph_peers", lambda: langgraph_ops.measure(seconds)),
         ("http", lambda: web.measure(http_seconds, int(http_seconds * 2000))),
-        ("push_pop", lambda: scale.push_pop(*((100, 3) if args.quick else (300, 5)))),
+        ("push_pop", lambda: push_pop(results, args.quick)),
         ("sweep", lambda: {str(rows): scale.expiry_sweep(rows) for rows in sweeps}),
         ("retention", lambda: {str(rows): scale.retention_sweep(rows) for rows in sweeps}),
         ("sessions", lambda: sessions.measure(seconds)),

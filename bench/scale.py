@@ -11,11 +11,16 @@ from bench import fill
 from bench.api_ops import TAG
 
 
-def push_pop(ops: int, rounds: int) -> dict[str, dict[str, float]]:
-    """bench/push_pop.py's figures: ops/s of push, LIFO and FIFO pop by list length."""
+def push_pop(ops: int, rounds: int) -> tuple[dict, dict]:
+    """bench/push_pop.py's figures by list length: ops/s of push, LIFO and FIFO pop,
+    and each one's call p50 and p99."""
     from bench import push_pop
 
-    return {str(length): push_pop.measure(length, ops, rounds) for length in push_pop.LENGTHS}
+    measured = {str(n): push_pop.timed_measure(n, ops, rounds) for n in push_pop.LENGTHS}
+    return (
+        {n: rates for n, (rates, _latency) in measured.items()},
+        {n: latency for n, (_rates, latency) in measured.items()},
+    )
 
 
 def _rss_kib() -> int:
@@ -24,13 +29,31 @@ def _rss_kib() -> int:
 
 
 def _timed_sweep(results) -> None:
+    from array import array
+
+    from bench.workers import percentiles
+
     connections.close_all()
     before = _rss_kib()
-    began = time.perf_counter()
-    result = sweep()
+    batches, last = array("d"), [time.perf_counter()]
+
+    def batch_done(label: str, total: int) -> None:
+        now = time.perf_counter()
+        batches.append(now - last[0])
+        last[0] = now
+
+    began = last[0]
+    result = sweep(progress=batch_done)
     seconds = time.perf_counter() - began
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    results.put({**result.as_dict(), "seconds": seconds, "peak_mib": (peak - before) / 1024})
+    results.put(
+        {
+            **result.as_dict(),
+            "seconds": seconds,
+            "peak_mib": (peak - before) / 1024,
+            **{f"batch_{key}": value for key, value in percentiles(batches).items()},
+        }
+    )
     connections.close_all()
 
 
@@ -46,6 +69,12 @@ def _in_fresh_process() -> dict:
     return figures
 
 
+def _figures(figures: dict, filled: float) -> dict[str, float]:
+    """A sweep's figures: its time, peak memory growth and batches', and the fill's time."""
+    kept = ("seconds", "peak_mib", "batch_p50_ms", "batch_p99_ms")
+    return {**{key: figures[key] for key in kept}, "fill_seconds": filled}
+
+
 def expiry_sweep(rows: int) -> dict[str, float]:
     """Sweep ``rows`` expired pauses in a fresh process: its time and peak memory growth."""
     began = time.perf_counter()
@@ -57,7 +86,7 @@ def expiry_sweep(rows: int) -> dict[str, float]:
         raise RuntimeError(f"the sweep expired {figures['expired_pauses']} pauses, not {rows}")
     with connection.cursor() as cursor:  # leave the tables small for the next figure
         cursor.execute("TRUNCATE agentstate_pausedrun, agentstate_event CASCADE")
-    return {"seconds": figures["seconds"], "peak_mib": figures["peak_mib"], "fill_seconds": filled}
+    return _figures(figures, filled)
 
 
 def retention_sweep(rows: int) -> dict[str, float]:
@@ -77,4 +106,4 @@ def retention_sweep(rows: int) -> dict[str, float]:
     figures = _in_fresh_process()
     if figures["purged_events"] != rows:
         raise RuntimeError(f"the sweep deleted {figures['purged_events']} events, not {rows}")
-    return {"seconds": figures["seconds"], "peak_mib": figures["peak_mib"], "fill_seconds": filled}
+    return _figures(figures, filled)

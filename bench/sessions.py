@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import peers
 from bench.env import dsn
-from bench.workers import Op, Start, rate
+from bench.workers import Op, Start, measured
 
 WORKERS = (1, 8)
 RATE_CEILING = 5000  # operations per second per core that a pop supply must outlast
@@ -147,7 +147,8 @@ def _create_tables() -> None:
 
 
 def measure(seconds: float, workers_list: tuple[int, ...] = WORKERS) -> dict:
-    """``{workers: {operation: {"ours", "theirs", "ratio"}}}``: operations per second."""
+    """``{workers: {operation: figures}}``: operations per second and one call's
+    times (``bench.peers.compared``)."""
     import os
 
     _create_tables()
@@ -157,12 +158,8 @@ def measure(seconds: float, workers_list: tuple[int, ...] = WORKERS) -> dict:
         ours, theirs = _operations(Ours, supply), _operations(Theirs, supply)
         figures[str(workers)] = ops = {}
         for name in ours:
-            mine, peer = rate(ours[name], workers, seconds), rate(theirs[name], workers, seconds)
-            ops[name] = {
-                "ours": round(mine, 1),
-                "theirs": round(peer, 1),
-                "ratio": round(mine / peer, 3) if peer else float("inf"),
-            }
+            mine = measured(ours[name], workers, seconds)
+            ops[name] = peers.compared(mine, measured(theirs[name], workers, seconds))
         print(f"  {workers} worker(s): done", flush=True)
     return figures
 

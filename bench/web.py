@@ -294,6 +294,7 @@ def wrk(base: str, endpoint: Endpoint, token: str, seconds: float) -> dict:
         out = subprocess.run(
             [
                 "wrk",
+                "--latency",
                 "-t1",
                 f"-c{CONNECTIONS}",
                 f"-d{max(1, round(seconds))}s",
@@ -309,10 +310,21 @@ def wrk(base: str, endpoint: Endpoint, token: str, seconds: float) -> dict:
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return {
         "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "p50_ms": _percentile(out, 50),
+        "p99_ms": _percentile(out, 99),
         "failed": (int(non_2xx.group(1)) if non_2xx else 0)
         + (sum(map(int, errors.groups())) if errors else 0),
         "wrk": out if non_2xx or errors else "",  # kept for a look at what failed
     }
+
+
+UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
+
+
+def _percentile(out: str, percent: int) -> float | None:
+    """A request's latency at ``percent`` in wrk's ``--latency`` distribution, in ms."""
+    found = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s|m)\s*$", out, re.M)
+    return None if found is None else round(float(found.group(1)) * UNITS[found.group(2)], 3)
 
 
 def _free_port() -> int:
@@ -414,6 +426,8 @@ def measure(seconds: float, supply: int) -> dict:
                 "caller": endpoint.caller,
                 **wrk(base, endpoint, tokens[endpoint.caller], seconds),
                 "drf_rps": drf["rps"],
+                "drf_p50_ms": drf["p50_ms"],
+                "drf_p99_ms": drf["p99_ms"],
                 "drf_failed": drf["failed"],
                 "bare_rps": bare["rps"],
                 "bare_failed": bare["failed"],

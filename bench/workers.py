@@ -5,10 +5,14 @@ before the start barrier, it prepares what the worker needs and returns the
 operation, a callable run in a loop until the time is up (or until it raises
 ``StopIteration`` because its prepared supply ran out). Between the
 preparations and the start, the database's statistics are brought up to date.
+Each call is timed too: ``measured`` answers the rate with the median and
+99th percentile of one call's time (milliseconds) over all workers' calls.
 """
 
 import multiprocessing
+import statistics
 import time
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -30,15 +34,18 @@ def _worker(start: Start, index: int, seconds: float, barrier, results) -> None:
 
             analyze()
         barrier.wait()
-        count, began = 0, time.perf_counter()
+        durations = array("d")
+        clock = time.perf_counter
+        began = now = clock()
         deadline = began + seconds
         try:
-            while time.perf_counter() < deadline:
+            while now < deadline:
                 op()
-                count += 1
+                durations.append(clock() - now)
+                now = clock()
         except StopIteration:
             pass
-        results.put(count / (time.perf_counter() - began))
+        results.put((len(durations) / (clock() - began), durations))
     except BaseException as error:
         barrier.abort()
         results.put(error)
@@ -47,8 +54,23 @@ def _worker(start: Start, index: int, seconds: float, barrier, results) -> None:
         connections.close_all()
 
 
+def percentiles(durations: array) -> dict[str, float]:
+    """The median and 99th percentile of call times in seconds, in milliseconds."""
+    if len(durations) < 2:
+        only = durations[0] * 1000 if durations else 0.0
+        return {"p50_ms": round(only, 3), "p99_ms": round(only, 3)}
+    cuts = statistics.quantiles(durations, n=100, method="inclusive")
+    return {"p50_ms": round(cuts[49] * 1000, 3), "p99_ms": round(cuts[98] * 1000, 3)}
+
+
 def rate(start: Start, workers: int, seconds: float) -> float:
     """Total operations per second of ``workers`` processes running ``start``'s op."""
+    return measured(start, workers, seconds)["rate"]
+
+
+def measured(start: Start, workers: int, seconds: float) -> dict[str, float]:
+    """``rate`` (total operations per second of ``workers`` processes running
+    ``start``'s op) with ``p50_ms`` and ``p99_ms``, one call's time."""
     from django.db import connections
 
     connections.close_all()
@@ -65,7 +87,10 @@ def rate(start: Start, workers: int, seconds: float) -> float:
     failed = [r for r in rates if isinstance(r, BaseException)]
     if failed:
         raise RuntimeError(f"a worker failed: {failed[0]!r}")
-    return sum(rates)
+    durations = array("d")
+    for _rate, calls in rates:
+        durations.extend(calls)
+    return {"rate": sum(r for r, _calls in rates), **percentiles(durations)}
 
 
 def supplied(func: Callable[..., Any], items) -> Op:

@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from agentstate.admin.context import pretty_json
+from agentstate.backends.base import unpacked
 from agentstate.models import Checkpoint, CheckpointBlob, CheckpointWrite, Thread
 
 INTERRUPT = "__interrupt__"
@@ -31,7 +32,7 @@ def decoded(kind: str, blob: bytes | memoryview | None) -> Any:
     except ImportError:
         return f"<{kind}, {len(bytes(blob))} bytes>"
     try:
-        return JsonPlusSerializer().loads_typed((kind, bytes(blob)))
+        return JsonPlusSerializer().loads_typed(unpacked(kind, bytes(blob)))
     except Exception as error:  # a value this process cannot decode
         return f"<{kind}, {len(bytes(blob))} bytes: {error}>"
 
@@ -126,12 +127,13 @@ class CheckpointAdmin(ReadOnly, admin.ModelAdmin):
                 channel__in=list(versions),
             )
         }
-        values = {}
+        # a small value is in the checkpoint's own JSON
+        values = dict(checkpoint.checkpoint.get("channel_values", {}))
         for channel, version in sorted(versions.items()):
             blob = blobs.get((channel, str(version)))
-            if blob is not None and blob.type != "empty":
+            if channel not in values and blob is not None and blob.type != "empty":
                 values[channel] = decoded(blob.type, blob.blob)
-        return shown(values)
+        return shown(dict(sorted(values.items())))
 
     def _writes(self, checkpoint: Checkpoint) -> QuerySet[CheckpointWrite]:
         return CheckpointWrite.objects.using(checkpoint._state.db).filter(

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import abc
 import uuid
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -39,12 +40,37 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+# A stored value's type when its bytes are compressed: this prefix, then the serde's.
+COMPRESSED = "zlib+"
+# Values at least this long are compressed when that saves at least a fifth.
+COMPRESS_FROM = 512
+
+
+def packed(kind: str, value: bytes) -> tuple[str, bytes]:
+    """A serialized value as it is stored: compressed (``COMPRESSED`` + its type)
+    when long enough and that pays, else as it is."""
+    if len(value) >= COMPRESS_FROM:
+        smaller = zlib.compress(value, 1)
+        if len(smaller) <= len(value) * 0.8:
+            return COMPRESSED + kind, smaller
+    return kind, value
+
+
+def unpacked(kind: str, value: bytes) -> tuple[str, bytes]:
+    """A stored value as its serializer wrote it: ``packed`` undone."""
+    if kind.startswith(COMPRESSED):
+        return kind[len(COMPRESSED) :], zlib.decompress(value)
+    return kind, value
+
+
 @dataclass(frozen=True)
 class Changed(Generic[T]):
-    """An operation's result and the events it appended (in its transaction)."""
+    """An operation's result and the events it appended (in its transaction);
+    ``after``: where a sweep's next batch starts (``expire_pauses``)."""
 
     value: T
     events: list[Event]
+    after: Any = None
 
 
 @dataclass(frozen=True)
@@ -409,6 +435,20 @@ class Backend(abc.ABC):
         ``checkpoint_id`` is ``None``; ``None`` when there is none."""
 
     @abc.abstractmethod
+    def checkpoint_history(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str | None,
+        channels: list[str],
+    ) -> list[StoredCheckpoint]:
+        """The ancestors of a checkpoint (the namespace's latest when
+        ``checkpoint_id`` is ``None``) up its parents, nearest first, until each of
+        ``channels`` has a value in one, for a ``DeltaChannel``'s history: each
+        with at least its values of the channels still wanted there and its
+        pending writes to them."""
+
+    @abc.abstractmethod
     def checkpoints(
         self,
         thread_id: str | None,
@@ -466,9 +506,12 @@ class Backend(abc.ABC):
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).
 
     @abc.abstractmethod
-    def expire_pauses(self, size: int) -> Changed[int]:
-        """Mark pending pauses past their expiry expired. Event ``pause.expired`` per
-        pause. Value: how many."""
+    def expire_pauses(self, size: int, after: Any = None, answer: bool = True) -> Changed[int]:
+        """Mark pending pauses past their expiry expired, by expiry then id, the batch
+        after the one that answered ``after`` (``Changed.after``; ``None``: from the
+        first), so that each batch reads only its own rows however many came before.
+        Event ``pause.expired`` per pause, answered only with ``answer`` (whoever
+        listens to their signals; the log has them either way). Value: how many."""
 
     @abc.abstractmethod
     def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:

@@ -47,6 +47,11 @@ class Checkpoint(models.Model):
         on_delete=models.CASCADE,
         related_name="checkpoints",
         verbose_name=_("thread"),
+        # no constraint in the database: the saver makes or finds the thread's row in
+        # the statement that writes these, and deletes them with it; a checked key
+        # would lock the thread's row once per row written (a MultiXact when a put and
+        # a task's writes hold it at once)
+        db_constraint=False,
         db_index=False,
     )
     checkpoint_ns = ExactTextField(_("namespace"), blank=True)
@@ -93,6 +98,11 @@ class CheckpointBlob(models.Model):
         on_delete=models.CASCADE,
         related_name="blobs",
         verbose_name=_("thread"),
+        # no constraint in the database: the saver makes or finds the thread's row in
+        # the statement that writes these, and deletes them with it; a checked key
+        # would lock the thread's row once per row written (a MultiXact when a put and
+        # a task's writes hold it at once)
+        db_constraint=False,
         db_index=False,
     )
     checkpoint_ns = ExactTextField(_("namespace"), blank=True)
@@ -124,6 +134,11 @@ class CheckpointWrite(models.Model):
         on_delete=models.CASCADE,
         related_name="writes",
         verbose_name=_("thread"),
+        # no constraint in the database: the saver makes or finds the thread's row in
+        # the statement that writes these, and deletes them with it; a checked key
+        # would lock the thread's row once per row written (a MultiXact when a put and
+        # a task's writes hold it at once)
+        db_constraint=False,
         db_index=False,
     )
     checkpoint_ns = ExactTextField(_("namespace"), blank=True)

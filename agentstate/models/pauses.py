@@ -73,8 +73,9 @@ class PausedRun(models.Model):
         ]
         indexes = [
             # Partial, so that a claim (pending to claimed) adds no entry to them.
+            # with the id, so that each batch of the sweep starts where the last ended
             models.Index(
-                fields=["expires_at"],
+                fields=["expires_at", "id"],
                 condition=Q(status=PauseStatus.PENDING),
                 name="agentstate_pause_sweep",
             ),

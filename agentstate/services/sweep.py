@@ -77,12 +77,7 @@ def sweep(*, batch_size: int | None = None, progress: Progress | None = None) ->
     approval_ttl, retention = agentstate_settings.APPROVAL_TTL, agentstate_settings.RETENTION
     thread_ttl = agentstate_settings.THREAD_TTL
     return SweepResult(
-        expired_pauses=_in_batches(
-            lambda n: _announced(store.expire_pauses(n), PausedRun),
-            size,
-            "expired pauses",
-            progress,
-        ),
+        expired_pauses=_expire_pauses(store, size, progress),
         expired_approval_requests=_in_batches(
             lambda n: _announced(store.expire_approval_requests(n, approval_ttl), ApprovalRequest),
             size,
@@ -105,6 +100,21 @@ def sweep(*, batch_size: int | None = None, progress: Progress | None = None) ->
         ),
         purged_store_items=purge_store_items(store, size, progress),
     )
+
+
+def _expire_pauses(store: Backend, size: int, progress: Progress | None) -> int:
+    """The pauses past expiry, each batch from where the last ended; their events built
+    and announced only when a receiver listens to their signals."""
+    answer = events.heard("pause.expired", PausedRun)
+    after = None
+
+    def batch(n: int) -> int:
+        nonlocal after
+        changed = store.expire_pauses(n, after, answer)
+        after = changed.after
+        return _announced(changed, PausedRun)
+
+    return _in_batches(batch, size, "expired pauses", progress)
 
 
 def purge_store_items(store: Backend, size: int, progress: Progress | None = None) -> int:

@@ -14,6 +14,9 @@ from agentstate.types import THREAD_TOUCH, Blob, StoredCheckpoint, Write
 
 from .operations import Operations
 
+# The metadata key of a checkpoint whose graph has a ``DeltaChannel``: its channels.
+DELTA_COUNTERS = "counters_since_delta_snapshot"
+
 # Rows copied per statement by ``copy_thread``.
 CHUNK = 500
 
@@ -193,6 +196,26 @@ class CheckpointOperations(Operations):
         found = self.checkpoints(thread_id, checkpoint_ns, checkpoint_id, None, None, 1)
         return found[0] if found else None
 
+    def checkpoint_history(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str | None,
+        channels: list[str],
+    ) -> list[StoredCheckpoint]:
+        target = self.checkpoint(thread_id, checkpoint_ns, checkpoint_id)
+        parent = None if target is None else target.parent_checkpoint_id
+        wanted, chain = set(channels), []
+        while parent is not None and wanted:
+            stored = self.checkpoint(thread_id, checkpoint_ns, parent)
+            if stored is None:
+                break
+            chain.append(stored)
+            wanted -= {blob[0] for blob in stored.blobs}
+            wanted -= set(stored.checkpoint.get("channel_values", {}))
+            parent = stored.parent_checkpoint_id
+        return chain
+
     def checkpoints(
         self,
         thread_id: str | None,
@@ -356,12 +379,13 @@ class CheckpointOperations(Operations):
             self.atomic(self._prune_threads, thread_ids, keep_latest)
 
     def _prune_threads(self, thread_ids: list[str], keep_latest: bool) -> None:
-        pks = list(
+        names = dict(
             self.rows(Thread)
             .select_for_update()
             .filter(thread_id__in=thread_ids)
-            .values_list("pk", flat=True)
+            .values_list("pk", "thread_id")
         )
+        pks = list(names)
         if not keep_latest:
             self._delete_thread_rows(pks)
             return
@@ -373,6 +397,7 @@ class CheckpointOperations(Operations):
                 .annotate(newest=Max("checkpoint_id"))
                 .values_list("checkpoint_ns", "newest")
             }
+            latest |= self._delta_ancestors(names[thread], latest)
             kept = [
                 c
                 for c in checkpoints.values_list("checkpoint_ns", "checkpoint_id", "checkpoint")
@@ -399,6 +424,26 @@ class CheckpointOperations(Operations):
             ]
             for start in range(0, len(unused), CHUNK):
                 self.rows(CheckpointBlob).filter(pk__in=unused[start : start + CHUNK]).delete()
+
+    def _delta_ancestors(
+        self, thread_id: str, latest: set[tuple[str, str]]
+    ) -> set[tuple[str, str]]:
+        """What a ``DeltaChannel`` of a namespace's latest checkpoint is rebuilt from
+        (its metadata's ``counters_since_delta_snapshot`` names them): the ancestors
+        back to the nearest one holding a value of each, ``(namespace, id)``."""
+        kept: set[tuple[str, str]] = set()
+        for ns, checkpoint_id in latest:
+            metadata = (
+                self.rows(Checkpoint)
+                .filter(thread__thread_id=thread_id, checkpoint_ns=ns, checkpoint_id=checkpoint_id)
+                .values_list("metadata", flat=True)
+                .first()
+            )
+            channels = (metadata or {}).get(DELTA_COUNTERS)
+            if isinstance(channels, dict) and channels:
+                chain = self.checkpoint_history(thread_id, ns, checkpoint_id, list(channels))
+                kept |= {(ns, stored.checkpoint_id) for stored in chain}
+        return kept
 
     def purge_threads(self, size: int, ttl: timedelta) -> int:
         return self.atomic(self._purge_threads, size, ttl)

@@ -7,7 +7,9 @@ one event per row. Only the batch's keys are ever in memory.
 """
 
 from datetime import timedelta
+from typing import Any
 
+from django.db.models import Q
 from django.db.models.functions import Now
 
 from agentstate.backends import events
@@ -27,22 +29,29 @@ from .operations import Operations
 
 
 class SweepOperations(Operations):
-    def expire_pauses(self, size: int) -> Changed[int]:
-        return self.atomic(self._expire_pauses, size)
+    def expire_pauses(self, size: int, after: Any = None, answer: bool = True) -> Changed[int]:
+        return self.atomic(self._expire_pauses, size, after)
 
-    def _expire_pauses(self, size: int) -> Changed[int]:
+    def _expire_pauses(self, size: int, after: Any) -> Changed[int]:
+        rows = self.rows(PausedRun).pending().past_expiry()
+        if after is not None:
+            expires_at, pk = after
+            rows = rows.filter(Q(expires_at__gt=expires_at) | Q(expires_at=expires_at, pk__gt=pk))
         due = list(
-            self.rows(PausedRun)
-            .pending()
-            .past_expiry()
-            .select_for_update(skip_locked=True)
-            .order_by("expires_at")
-            .values_list("pk", "chat_id", "tool_call_id", "owner", "created_by_id", "question_id")[
-                :size
-            ]
+            rows.select_for_update(skip_locked=True)
+            .order_by("expires_at", "pk")
+            .values_list(
+                "pk",
+                "chat_id",
+                "tool_call_id",
+                "owner",
+                "created_by_id",
+                "question_id",
+                "expires_at",
+            )[:size]
         )
         if not due:
-            return Changed(0, [])
+            return Changed(0, [], after)
         # Locked, and pending past expiry when locked: one UPDATE for all.
         self.rows(PausedRun).filter(pk__in=[row[0] for row in due]).update(
             status=PausedRun.Status.EXPIRED
@@ -59,10 +68,10 @@ class SweepOperations(Operations):
                     owner=owner,
                     details={"question_id": str(question_id)},
                 )
-                for _pk, chat_id, tool_call_id, owner, created_by_id, question_id in due
+                for _pk, chat_id, tool_call_id, owner, created_by_id, question_id, _at in due
             ),
         )
-        return Changed(len(due), expired)
+        return Changed(len(due), expired, (due[-1][6], due[-1][0]))
 
     def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
         return self.atomic(self._expire_approval_requests, size, approval_ttl)

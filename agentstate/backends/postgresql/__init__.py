@@ -20,7 +20,7 @@ from typing import Any
 from django.db import DatabaseError
 
 from agentstate.backends.base import Backend
-from agentstate.db import call, call_row
+from agentstate.db import call, call_row, call_rows
 from agentstate.exceptions import refusal
 
 from .auth import AuthOperations
@@ -67,3 +67,7 @@ class PostgreSQLBackend(
     def call_row(self, function: str, **params: Any) -> tuple[Any, ...] | None:
         """The first row a set-returning function answers (``None``: none)."""
         return call_row(self.alias, PREFIX + function, **params)
+
+    def call_rows(self, function: str, **params: Any) -> list[tuple[Any, ...]]:
+        """Every row a set-returning function answers."""
+        return call_rows(self.alias, PREFIX + function, **params)

@@ -19,6 +19,7 @@ from agentstate.types import Blob, StoredCheckpoint, Write
 class CheckpointOperations(ORMCheckpointOperations):
     call: Callable[..., dict[str, Any]]
     call_row: Callable[..., tuple[Any, ...] | None]
+    call_rows: Callable[..., list[tuple[Any, ...]]]
 
     def put_checkpoint(
         self,
@@ -77,29 +78,61 @@ class CheckpointOperations(ORMCheckpointOperations):
         )
         if row is None:
             return None
-        (found_id, parent, body, metadata, channels, types, blobs, *writes) = row
-        tasks, write_channels, write_types, write_blobs, paths, idx = (w or [] for w in writes)
-        return StoredCheckpoint(
-            thread_id=thread_id,
-            checkpoint_ns=checkpoint_ns,
-            checkpoint_id=found_id,
-            parent_checkpoint_id=parent,
-            # Django has the driver answer jsonb as its text
-            checkpoint=json.loads(body) if isinstance(body, str) else body,
-            metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
-            blobs=[
-                (channel, kind, bytes(blob))
-                for channel, kind, blob in zip(
-                    channels or [], types or [], blobs or [], strict=True
-                )
-            ],
-            writes=[
-                (task, channel, kind, bytes(blob), path, i)
-                for task, channel, kind, blob, path, i in zip(
-                    tasks, write_channels, write_types, write_blobs, paths, idx, strict=True
-                )
-            ],
+        found_id, parent, body, metadata, *rest = row
+        return _stored(thread_id, checkpoint_ns, found_id, parent, body, metadata, rest)
+
+    def checkpoint_history(
+        self,
+        thread_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str | None,
+        channels: list[str],
+    ) -> list[StoredCheckpoint]:
+        rows = self.call_rows(
+            "checkpoint_history",
+            p_thread=thread_id,
+            p_ns=checkpoint_ns,
+            p_id=checkpoint_id,
+            p_channels=Array(channels, "text"),
         )
+        return [
+            _stored(thread_id, checkpoint_ns, found_id, parent, body, {}, rest)
+            for found_id, parent, body, *rest in rows
+        ]
 
     def purge_threads(self, size: int, ttl: timedelta) -> int:
         return cast(int, self.call("purge_threads", p_size=size, p_ttl=ttl)["count"])
+
+
+def _stored(
+    thread_id: str,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    parent: str | None,
+    body: Any,
+    metadata: Any,
+    arrays: list[Any],
+) -> StoredCheckpoint:
+    """A checkpoint from a row of ``agentstate_checkpoint`` (or of its history):
+    its values and its writes as parallel arrays."""
+    channels, types, blobs, *writes = arrays
+    tasks, write_channels, write_types, write_blobs, paths, idx = (w or [] for w in writes)
+    return StoredCheckpoint(
+        thread_id=thread_id,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=parent,
+        # Django has the driver answer jsonb as its text
+        checkpoint=json.loads(body) if isinstance(body, str) else body,
+        metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
+        blobs=[
+            (channel, kind, bytes(blob))
+            for channel, kind, blob in zip(channels or [], types or [], blobs or [], strict=True)
+        ],
+        writes=[
+            (task, channel, kind, bytes(blob), path, i)
+            for task, channel, kind, blob, path, i in zip(
+                tasks, write_channels, write_types, write_blobs, paths, idx, strict=True
+            )
+        ],
+    )

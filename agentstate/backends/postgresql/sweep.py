@@ -14,10 +14,22 @@ class SweepOperations:
     call: Callable[..., dict[str, Any]]
 
     def _expired(self, result: dict[str, Any]) -> Changed[int]:
-        return Changed(result["count"], from_json(result["events"], self.alias))
+        return Changed(
+            result["count"], from_json(result["events"], self.alias), result.get("after")
+        )
 
-    def expire_pauses(self, size: int) -> Changed[int]:
-        return self._expired(self.call("expire_pauses", p_size=size, p_actor=SWEEPER.name))
+    def expire_pauses(self, size: int, after: Any = None, answer: bool = True) -> Changed[int]:
+        expires_at, pk = after or (None, None)
+        return self._expired(
+            self.call(
+                "expire_pauses",
+                p_size=size,
+                p_actor=SWEEPER.name,
+                p_after_expires=expires_at,
+                p_after_id=pk,
+                p_events=answer,
+            )
+        )
 
     def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
         return self._expired(

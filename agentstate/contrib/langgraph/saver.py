@@ -1,11 +1,17 @@
 """``AgentStateSaver``: LangGraph's checkpointer on agentstate's tables.
 
-A checkpoint is kept as a ``Checkpoint`` row (the checkpoint without its
-channel values, as JSON, and its metadata), each channel's value once per
-version as a ``CheckpointBlob`` and each pending write as a
+A checkpoint is kept as a ``Checkpoint`` row (the checkpoint as JSON with
+only its channels' small values, and its metadata), each other channel's value
+once per version as a ``CheckpointBlob`` and each pending write as a
 ``CheckpointWrite``, all under the thread's ``Thread`` row, through the
 database's storage backend (``agentstate.backends``): on PostgreSQL a put, a
 task's writes and a read are one round trip each.
+
+What is stored is small: a value JSON holds as it is (``None``, a bool, a
+number, a string; ``INLINE``) stays in the checkpoint's JSON, as LangGraph's
+own savers keep it, rather than a row of its own; an emptied channel has no
+row; a value of at least ``COMPRESS_FROM`` bytes is stored compressed when
+that saves a fifth (``agentstate.backends.base.packed``).
 
 Two writers of one thread cannot fork its history unnoticed: the puts of a
 thread queue on its row, and a checkpoint whose parent already has a child
@@ -17,8 +23,9 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Literal, cast
 
 from asgiref.sync import sync_to_async
@@ -31,6 +38,7 @@ from langgraph.checkpoint.base import (
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    DeltaChannelHistory,
     get_checkpoint_id,
     get_serializable_checkpoint_metadata,
     writes_sort_key,
@@ -38,6 +46,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from agentstate.backends import Backend, backend
+from agentstate.backends.base import packed, unpacked
 from agentstate.types import Blob, StoredCheckpoint, Write
 
 from .connections import Borrowed
@@ -50,6 +59,17 @@ STRATEGIES = ("keep_latest", "delete")
 def jsonable(value: Any) -> Any:
     """``value`` as JSON keeps it (what JSON cannot hold as its text)."""
     return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+
+
+def inline(value: Any) -> bool:
+    """Whether a channel's value stays in the checkpoint's JSON: one JSON holds
+    as it is and gives back the same (``jsonb`` holds no U+0000, nor NaN)."""
+    kind = type(value)
+    if value is None or kind is bool or kind is int:
+        return True
+    if kind is str:
+        return "\x00" not in value
+    return kind is float and math.isfinite(value)
 
 
 def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableConfig:
@@ -93,12 +113,19 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
 
     # Reading
 
+    def _loads(self, kind: str, blob: bytes) -> Any:
+        return self.serde.loads_typed(unpacked(kind, blob))
+
+    def _dumps(self, value: Any) -> tuple[str, bytes]:
+        return packed(*self.serde.dumps_typed(value))
+
     def _tuple(self, stored: StoredCheckpoint) -> CheckpointTuple:
-        loads = self.serde.loads_typed
+        loads = self._loads
         checkpoint = {
             **stored.checkpoint,
             "channel_values": {
-                channel: loads((kind, blob)) for channel, kind, blob in stored.blobs
+                **{channel: loads(kind, blob) for channel, kind, blob in stored.blobs},
+                **stored.checkpoint.get("channel_values", {}),
             },
         }
         writes = sorted(stored.writes, key=lambda w: writes_sort_key(w[4], w[0], w[5]))
@@ -111,7 +138,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 None if parent is None else _config(stored.thread_id, stored.checkpoint_ns, parent)
             ),
             pending_writes=[
-                (task_id, channel, loads((kind, blob)))
+                (task_id, channel, loads(kind, blob))
                 for task_id, channel, kind, blob, _path, _idx in writes
             ],
         )
@@ -149,6 +176,43 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         for stored in found:
             yield self._tuple(stored)
 
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """What LangGraph's ``DeltaChannel`` rebuilds its value from: the writes to
+        each channel along the checkpoint's ancestors and the nearest one's stored
+        value (``seed``), as ``BaseCheckpointSaver`` defines it; on PostgreSQL in
+        one round trip, whatever the number of ancestors."""
+        if not channels:
+            return {}
+        configurable = config["configurable"]
+        with self.borrowed.connection():
+            chain = self.backend.checkpoint_history(
+                configurable["thread_id"],
+                configurable.get("checkpoint_ns", ""),
+                get_checkpoint_id(config),
+                list(channels),
+            )
+        collected: dict[str, list[Any]] = {channel: [] for channel in channels}
+        seeds: dict[str, Any] = {}
+        remaining = set(channels)
+        for stored in chain:
+            ancestor = self._tuple(stored)
+            for write in reversed(ancestor.pending_writes or []):
+                if write[1] in remaining:
+                    collected[write[1]].append(write)
+            values = ancestor.checkpoint["channel_values"]
+            for channel in [c for c in remaining if c in values]:
+                seeds[channel] = values[channel]
+                remaining.discard(channel)
+        history: dict[str, DeltaChannelHistory] = {}
+        for channel in channels:
+            entry: DeltaChannelHistory = {"writes": list(reversed(collected[channel]))}
+            if channel in seeds:
+                entry["seed"] = seeds[channel]
+            history[channel] = entry
+        return history
+
     # Writing
 
     def put(
@@ -163,15 +227,15 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         checkpoint_ns = configurable.get("checkpoint_ns", "")
         rest: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = rest.pop("channel_values", {})
-        blobs: list[Blob] = []
-        for channel, version in new_versions.items():
-            if channel in values:
-                kind, blob = self.serde.dumps_typed(values[channel])
-                blobs.append((channel, str(version), kind, blob))
-            else:
-                blobs.append((channel, str(version), "empty", None))
+        small = {channel: value for channel, value in values.items() if inline(value)}
+        blobs: list[Blob] = [
+            (channel, str(version), *self._dumps(values[channel]))
+            for channel, version in new_versions.items()
+            if channel in values and channel not in small
+        ]
         parent = configurable.get("checkpoint_id")
         body = json.loads(json.dumps(rest))
+        body["channel_values"] = small
         meta = jsonable(get_serializable_checkpoint_metadata(config, metadata))
         with self.borrowed.connection():
             forked = self.backend.put_checkpoint(
@@ -209,7 +273,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         by_idx: dict[int, Write] = {}
         for idx, (channel, value) in enumerate(writes):
             key = WRITES_IDX_MAP.get(channel, idx)
-            by_idx[key] = (key, channel, *self.serde.dumps_typed(value))
+            by_idx[key] = (key, channel, *self._dumps(value))
         with self.borrowed.connection():
             self.backend.put_checkpoint_writes(
                 configurable["thread_id"],
@@ -247,6 +311,13 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await sync_to_async(self.get_tuple)(config)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        return await sync_to_async(
+            lambda: self.get_delta_channel_history(config=config, channels=channels)
+        )()
 
     async def alist(
         self,

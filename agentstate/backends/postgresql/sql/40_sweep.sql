@@ -6,16 +6,26 @@
 -- a pause is claimed or expired, never both. The expiring statements write
 -- one event per row they changed and answer {"count", "events"}.
 
-CREATE FUNCTION agentstate_expire_pauses(p_size integer, p_actor text) RETURNS jsonb
+-- Pauses by expiry then id, from the one after (p_after_expires, p_after_id) (NULL:
+-- the first): each batch starts where the last ended, so that it reads its own rows
+-- only, never the index entries of the rows batches before it expired (dead until
+-- vacuumed); and the batch is updated by its ids (= ANY of an array: an index
+-- lookup each), where a join with the batch would hash the whole table. Answers
+-- "after", where the next batch starts, and with p_events the events.
+CREATE FUNCTION agentstate_expire_pauses(
+    p_size integer, p_actor text, p_after_expires timestamptz, p_after_id bigint,
+    p_events boolean
+) RETURNS jsonb
 LANGUAGE sql AS $$
     WITH batch AS (
-        SELECT id FROM agentstate_pausedrun
+        SELECT id, expires_at FROM agentstate_pausedrun
         WHERE status = 'pending' AND expires_at <= now()
-        ORDER BY expires_at LIMIT p_size
+          AND (expires_at, id) > (coalesce(p_after_expires, '-infinity'), coalesce(p_after_id, 0))
+        ORDER BY expires_at, id LIMIT p_size
         FOR UPDATE SKIP LOCKED
     ), expired AS (
-        UPDATE agentstate_pausedrun pause SET status = 'expired' FROM batch
-        WHERE pause.id = batch.id
+        UPDATE agentstate_pausedrun pause SET status = 'expired'
+        WHERE pause.id = ANY (ARRAY(SELECT id FROM batch))
         RETURNING pause.chat_id, pause.tool_call_id, pause.owner, pause.created_by_id,
                   pause.question_id
     ), logged AS (
@@ -28,8 +38,12 @@ LANGUAGE sql AS $$
         RETURNING agentstate_event.*
     )
     SELECT jsonb_build_object(
-        'count', count(*), 'events', coalesce(jsonb_agg(to_jsonb(logged) ORDER BY id), '[]'))
-    FROM logged
+        'count', (SELECT count(*) FROM logged),
+        'events', CASE WHEN p_events THEN (
+            SELECT coalesce(jsonb_agg(to_jsonb(logged) ORDER BY id), '[]') FROM logged)
+            ELSE '[]' END,
+        'after', (SELECT jsonb_build_array(expires_at, id) FROM batch
+                  ORDER BY expires_at DESC, id DESC LIMIT 1))
 $$;
 
 CREATE FUNCTION agentstate_expire_approval_requests(

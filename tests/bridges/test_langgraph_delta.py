@@ -1,0 +1,118 @@
+"""LangGraph's ``DeltaChannel`` (beta: a channel that stores its writes, with a
+snapshot every few updates) on AgentStateSaver: a graph runs on it, its history
+comes in one round trip on PostgreSQL, and ``prune`` keeps what it is rebuilt
+from."""
+
+import zlib
+from typing import Annotated, TypedDict
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from langgraph.channels.delta import DeltaChannel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+
+from agentstate.backends.base import COMPRESSED
+from agentstate.contrib.langgraph import AgentStateSaver
+from agentstate.models import Checkpoint, CheckpointBlob
+
+
+def appended(state: list[str], writes: list[list[str]]) -> list[str]:
+    return state + [item for write in writes for item in write]
+
+
+class State(TypedDict):
+    items: Annotated[list[str], DeltaChannel(appended, snapshot_frequency=3)]
+    turn: int
+
+
+def graph(saver):
+    def add(state: State) -> dict:
+        return {"items": [f"item {state['turn']}"], "turn": state["turn"]}
+
+    builder = StateGraph(State)
+    builder.add_node("add", add)
+    builder.add_edge(START, "add")
+    builder.add_edge("add", END)
+    return builder.compile(checkpointer=saver)
+
+
+def config(thread: str) -> dict:
+    return {"configurable": {"thread_id": thread}}
+
+
+def run(app, thread: str, turns: int) -> dict:
+    for turn in range(turns):
+        out = app.invoke({"turn": turn}, config(thread))
+    return out
+
+
+# LangGraph puts from its own threads: their connections commit on their own.
+@pytest.mark.django_db(transaction=True)
+def test_a_graph_with_a_delta_channel_runs_and_its_history_is_the_base_walk():
+    saver = AgentStateSaver()
+    app = graph(saver)
+    out = run(app, "delta", 8)
+    assert out["items"] == [f"item {turn}" for turn in range(8)]
+    assert app.get_state(config("delta")).values["items"] == out["items"]
+    latest = saver.get_tuple(config("delta"))
+    ours = saver.get_delta_channel_history(config=latest.config, channels=["items", "turn"])
+    walked = BaseCheckpointSaver.get_delta_channel_history(
+        saver, config=latest.config, channels=["items", "turn"]
+    )
+    assert ours == walked
+    assert ours["items"]["writes"]  # not every step is a snapshot
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_the_history_is_one_round_trip_on_postgresql():
+    saver = AgentStateSaver()
+    run(graph(saver), "delta-trips", 8)
+    latest = saver.get_tuple(config("delta-trips"))
+    connection.ensure_connection()  # the saver uses this thread's own connection
+    with CaptureQueriesContext(connection) as queries:
+        saver.get_delta_channel_history(config=latest.config, channels=["items"])
+    assert len(queries) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prune_keeps_what_a_delta_channel_is_rebuilt_from():
+    saver = AgentStateSaver()
+    app = graph(saver)
+    run(app, "pruned", 8)
+    before = app.get_state(config("pruned")).values["items"]
+    saver.prune(["pruned"])
+    assert Checkpoint.objects.filter(thread__thread_id="pruned").count() > 1  # ancestors kept
+    assert app.get_state(config("pruned")).values["items"] == before
+    out = app.invoke({"turn": 8}, config("pruned"))
+    assert out["items"] == [*before, "item 8"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_long_value_is_stored_compressed_and_a_small_one_in_the_checkpoint():
+    saver = AgentStateSaver()
+
+    class Chat(TypedDict):
+        text: list[str]
+        count: int
+
+    def talk(state: Chat) -> dict:
+        return {"text": [*state["text"], "words " * 200], "count": state["count"] + 1}
+
+    builder = StateGraph(Chat)
+    builder.add_node("talk", talk)
+    builder.add_edge(START, "talk")
+    builder.add_edge("talk", END)
+    app = builder.compile(checkpointer=saver)
+    out = app.invoke({"text": [], "count": 0}, config("long"))
+    assert app.get_state(config("long")).values == out
+    stored = CheckpointBlob.objects.get(
+        thread__thread_id="long", channel="text", type__startswith=COMPRESSED
+    )
+    assert len(stored.blob) < len("words " * 200)
+    assert zlib.decompress(stored.blob)
+    assert not CheckpointBlob.objects.filter(thread__thread_id="long", channel="count").exists()
+    latest = Checkpoint.objects.filter(thread__thread_id="long").order_by("-checkpoint_id")[0]
+    assert latest.checkpoint["channel_values"]["count"] == 1
