@@ -32,7 +32,7 @@ from agentstate.types import Reach, Records
 from agentstate.validation import check_run_id
 
 from ..access import reach, require, visible_requests
-from ..base import AgentStateAPIView
+from ..base import AgentStateAPIView, represent
 from ..fields import RUN_ID_PATTERN
 from ..ids import path_id
 from ..schema import PAGES, documented
@@ -204,7 +204,7 @@ class RunApprovalRequestsView(RunAPIView):
             reach=changing(request.user),
         )
         return Response(
-            s.ApprovalRequestSerializer(filed).data,
+            represent(s.ApprovalRequestSerializer, filed),
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
@@ -245,7 +245,7 @@ class ApprovalRequestView(AgentStateAPIView):
         found = _requests(request.user).filter(pk=request_id(id)).first()
         if found is None:
             raise ApprovalRequestNotFound.of(id=id)
-        return Response(s.ApprovalRequestSerializer(found).data)
+        return Response(represent(s.ApprovalRequestSerializer, found))
 
 
 class DecideView(AgentStateAPIView):
@@ -270,4 +270,4 @@ class DecideView(AgentStateAPIView):
             reason=d["reason"],
             arguments=d["arguments"],
         )
-        return Response(s.ApprovalRequestSerializer(decided).data)
+        return Response(represent(s.ApprovalRequestSerializer, decided))
