@@ -132,10 +132,33 @@ def _run(alias: str, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
 
 
 def _fetch(connection: Any, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row: tuple[Any, ...] | None = cursor.fetchone()
+    with cursor(connection) as c:
+        c.execute(sql, params)
+        row: tuple[Any, ...] | None = c.fetchone()
     return row
+
+
+def cursor(connection: Any) -> Any:
+    """A cursor of ``connection`` for agentstate's fixed statements: prepared on the
+    server where the connection allows it.
+
+    Django's psycopg cursors bind parameters on the client, and psycopg prepares
+    no such statement. When the site sets ``OPTIONS["prepare_threshold"]``
+    (Django leaves it ``None``: never prepare, as a pooler in transaction mode
+    needs), this cursor binds on the server instead, and psycopg prepares a
+    statement once it ran that many times on the connection: the server then
+    parses and plans it once per connection rather than per call. Any other
+    connection gets Django's own cursor. Either is Django's cursor wrapper:
+    errors, query logging and execute wrappers as usual.
+    """
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    if getattr(connection.connection, "prepare_threshold", None) is None:
+        return connection.cursor()
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    with connection.wrap_database_errors:
+        return connection._prepare_cursor(ServerBindingCursor(connection.connection))
 
 
 def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:

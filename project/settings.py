@@ -80,8 +80,16 @@ if os.environ.get("DATABASE_URL"):
     }
     # Behind PgBouncer in transaction pooling mode, a server-side cursor (what
     # QuerySet.iterator() opens) would outlive the transaction that made it.
-    if os.environ.get("DATABASE_POOLING") == "transaction":
+    POOLED = os.environ.get("DATABASE_POOLING") == "transaction"
+    if POOLED:
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    # Server-side prepared statements for agentstate's operations: psycopg prepares
+    # one after it ran this many times on a connection. Off behind a pooler in
+    # transaction mode, unless it keeps them (PgBouncer 1.21+ with
+    # max_prepared_statements): set DATABASE_PREPARE_THRESHOLD there ("" turns them off).
+    PREPARE_THRESHOLD = os.environ.get("DATABASE_PREPARE_THRESHOLD", "" if POOLED else "5")
+    if PREPARE_THRESHOLD:
+        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = int(PREPARE_THRESHOLD)
 else:
     DATABASES = {
         "default": {

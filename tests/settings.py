@@ -67,8 +67,13 @@ SQLITE_PATH = Path(tempfile.gettempdir()) / f"agentstate-tests-{CHECKOUT}.sqlite
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"])}
     # Behind PgBouncer in transaction pooling mode, as the demo site does.
-    if os.environ.get("DATABASE_POOLING") == "transaction":
+    POOLED = os.environ.get("DATABASE_POOLING") == "transaction"
+    if POOLED:
         DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    # Prepared statements as the demo site has them: on a direct connection only.
+    PREPARE_THRESHOLD = os.environ.get("DATABASE_PREPARE_THRESHOLD", "" if POOLED else "5")
+    if PREPARE_THRESHOLD:
+        DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = int(PREPARE_THRESHOLD)
 else:
     DATABASES = {
         "default": {

@@ -14,7 +14,7 @@ from django.db import connections
 from django.db.models import Field, ManyToManyField, Model
 from django.db.models.options import Options
 
-from agentstate.db import from_json
+from agentstate.db import cursor, from_json
 
 
 class AuthOperations:
@@ -22,9 +22,9 @@ class AuthOperations:
 
     def token(self, token_model: type[Model], key: str) -> Any:
         connection = connections[self.alias]
-        with connection.cursor() as cursor:
-            cursor.execute(_statement(token_model), [key])
-            row = cursor.fetchone()
+        with cursor(connection) as c:
+            c.execute(_statement(token_model), [key])
+            row = c.fetchone()
         if row is None:
             return None
         user_row, created, own, grouped = row
