@@ -74,7 +74,7 @@ def python_api(seconds: float) -> dict:
     """Each operation's rate beside its baselines', measured just before it (the machine
     drifts): the plain psycopg loop, then the Django-cursor loop, then the operation."""
     from bench import api_ops
-    from bench.workers import rate
+    from bench.workers import timed
 
     api_ops.prepare_baselines()
     baselines = api_ops.baseline_operations()
@@ -84,15 +84,19 @@ def python_api(seconds: float) -> dict:
         figures[str(workers)] = ops = {}
         for name, (kind, start) in api_ops.our_operations(supply).items():
             statement = "UPDATE" if kind == "write" else "SELECT"
-            ops[name] = {
-                "kind": kind,
-                "psycopg": round(rate(baselines[f"psycopg {statement}"][1], workers, seconds), 1),
-                "django": round(rate(baselines[f"Django {statement}"][1], workers, seconds), 1),
-                "ops": round(rate(start, workers, seconds), 1),
+            ops[name] = {"kind": kind}
+            measured = {
+                "psycopg": baselines[f"psycopg {statement}"][1],
+                "django": baselines[f"Django {statement}"][1],
+                "ops": start,
             }
             if f"LangGraph {name}" in baselines:
-                peer = baselines[f"LangGraph {name}"][1]
-                ops[name]["langgraph"] = round(rate(peer, workers, seconds), 1)
+                measured["langgraph"] = baselines[f"LangGraph {name}"][1]
+            for label, op in measured.items():
+                figure = timed(op, workers, seconds)
+                ops[name][label] = round(figure["rate"], 1)
+                ops[name][f"{label}_p50_ms"] = figure["p50_ms"]
+                ops[name][f"{label}_p99_ms"] = figure["p99_ms"]
         print(f"  {workers} worker(s): done", flush=True)
     return figures
 
@@ -158,6 +162,14 @@ def trips(count: dict, goal: str) -> str:
     return shown if round_trips <= TRIPS[goal] else shown + "*"
 
 
+def latency(figure: dict, label: str) -> str:
+    """A figure's p50 and p99 per call in milliseconds, as ``0.21/0.90`` (``label``: whose,
+    ``ops_p50_ms`` and so on; empty for ``p50_ms``)."""
+    prefix = f"{label}_" if label else ""
+    p50, p99 = figure.get(f"{prefix}p50_ms"), figure.get(f"{prefix}p99_ms")
+    return "-" if p50 is None else f"{p50:.2f}/{p99:.2f}"
+
+
 def report(results: dict) -> None:
     r, api, counted = results["ratios"], results["api"], results["api_counts"]
     pg = results["pgbench"]
@@ -169,13 +181,18 @@ def report(results: dict) -> None:
     )
     print(
         f"\n{'Python API':<17}{'stmts':>6}"
-        + "".join(f"{'ops/s @' + w:>10}{'Django':>8}{'psycopg':>9}{'ratio':>7}{'':7}" for w in api)
+        + "".join(
+            f"{'ops/s @' + w:>10}{'p50/p99 ms':>13}{'Django':>8}{'p50/p99 ms':>13}{'psycopg':>9}"
+            f"{'ratio':>7}{'':7}"
+            for w in api
+        )
     )
     for name in api["1"]:
         print(
             f"{name:<17}{trips(counted[name], 'api'):>6}"
             + "".join(
-                f"{api[w][name]['ops']:>10,.0f}{api[w][name]['django']:>8,.0f}"
+                f"{api[w][name]['ops']:>10,.0f}{latency(api[w][name], 'ops'):>13}"
+                f"{api[w][name]['django']:>8,.0f}{latency(api[w][name], 'django'):>13}"
                 f"{api[w][name]['psycopg']:>9,.0f}"
                 f"{r['api'][w][name]:>7.2f} {met(r['api'][w][name], 'api'):<6}"
                 for w in api
@@ -203,14 +220,15 @@ def report(results: dict) -> None:
         print("\n" + sessions.report(results["sessions"]))
     http = results["http"]
     print(
-        f"\n{'REST (gunicorn, wrk)':<33}{'req/s':>7}{'DRF':>7}{'bare':>7}{'ratio':>7}{'':7}"
-        f"{'trips':>6}  failed"
+        f"\n{'REST (gunicorn, wrk)':<33}{'req/s':>7}{'p50/p99 ms':>13}{'DRF':>7}{'p50/p99 ms':>13}"
+        f"{'bare':>7}{'ratio':>7}{'':7}{'trips':>6}  failed"
     )
     for name, f in http["endpoints"].items():
         ratio = r["http"][name]
         status = "" if 200 <= f["status"] < 300 else f" (probe answered {f['status']})"
         print(
-            f"{name:<33}{f['rps']:>7,.0f}{f['drf_rps']:>7,.0f}{f['bare_rps']:>7,.0f}"
+            f"{name:<33}{f['rps']:>7,.0f}{latency(f, ''):>13}{f['drf_rps']:>7,.0f}"
+            f"{latency(f, 'drf'):>13}{f['bare_rps']:>7,.0f}"
             f"{ratio:>7.2f} {met(ratio, 'http'):<6}{trips(f, 'http'):>6}  {f['failed']}"
             f" (baselines {f['drf_failed'] + f['bare_failed']}){status}"
         )
@@ -246,14 +264,15 @@ def markdown(results: dict) -> str:
     """The figures as the README's tables."""
     r, api, counted = results["ratios"], results["api"], results["api_counts"]
     lines = [
-        "| Python API | kind | statements | ops/s @1 | Django cursor @1 | psycopg @1 "
-        f"| ratio @1 (≥ {GOALS['api']}) | ops/s @8 | Django cursor @8 | psycopg @8 "
-        f"| ratio @8 (≥ {GOALS['api']}) |",
-        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
+        "| Python API | kind | statements | ops/s @1 | p50/p99 ms @1 | Django cursor @1 "
+        f"| p50/p99 ms | psycopg @1 | ratio @1 (≥ {GOALS['api']}) | ops/s @8 | p50/p99 ms @8 "
+        f"| Django cursor @8 | p50/p99 ms | psycopg @8 | ratio @8 (≥ {GOALS['api']}) |",
+        "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     for name, f in api["1"].items():
         cells = [
-            f"{api[w][name]['ops']:,.0f} | {api[w][name]['django']:,.0f} "
+            f"{api[w][name]['ops']:,.0f} | {latency(api[w][name], 'ops')} "
+            f"| {api[w][name]['django']:,.0f} | {latency(api[w][name], 'django')} "
             f"| {api[w][name]['psycopg']:,.0f} | {r['api'][w][name]:.2f}"
             for w in ("1", "8")
         ]
@@ -289,12 +308,13 @@ def markdown(results: dict) -> str:
     http = results["http"]
     lines += [
         "",
-        "| REST endpoint | req/s | DRF floor req/s | bare Django view req/s "
-        f"| ratio (≥ {GOALS['http']}) | round trips | failed |",
-        "|---|--:|--:|--:|--:|--:|--:|",
+        "| REST endpoint | req/s | p50/p99 ms | DRF floor req/s | p50/p99 ms "
+        f"| bare Django view req/s | ratio (≥ {GOALS['http']}) | round trips | failed |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     lines += [
-        f"| {name} | {f['rps']:,.0f} | {f['drf_rps']:,.0f} | {f['bare_rps']:,.0f} "
+        f"| {name} | {f['rps']:,.0f} | {latency(f, '')} | {f['drf_rps']:,.0f} "
+        f"| {latency(f, 'drf')} | {f['bare_rps']:,.0f} "
         f"| {r['http'][name]:.2f} | {trips(f, 'http')} | {f['failed']} |"
         for name, f in http["endpoints"].items()
     ]

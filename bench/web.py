@@ -294,6 +294,7 @@ def wrk(base: str, endpoint: Endpoint, token: str, seconds: float) -> dict:
         out = subprocess.run(
             [
                 "wrk",
+                "--latency",
                 "-t1",
                 f"-c{CONNECTIONS}",
                 f"-d{max(1, round(seconds))}s",
@@ -309,10 +310,18 @@ def wrk(base: str, endpoint: Endpoint, token: str, seconds: float) -> dict:
     non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return {
         "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "p50_ms": _percentile(out, 50),
+        "p99_ms": _percentile(out, 99),
         "failed": (int(non_2xx.group(1)) if non_2xx else 0)
         + (sum(map(int, errors.groups())) if errors else 0),
         "wrk": out if non_2xx or errors else "",  # kept for a look at what failed
     }
+
+
+def _percentile(out: str, percent: int) -> float:
+    """A latency of wrk's distribution (``--latency``) in milliseconds."""
+    value, unit = re.search(rf"^\s+{percent}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()
+    return round(float(value) * {"us": 0.001, "ms": 1, "s": 1000}[unit], 3)
 
 
 def _free_port() -> int:
@@ -414,6 +423,8 @@ def measure(seconds: float, supply: int) -> dict:
                 "caller": endpoint.caller,
                 **wrk(base, endpoint, tokens[endpoint.caller], seconds),
                 "drf_rps": drf["rps"],
+                "drf_p50_ms": drf["p50_ms"],
+                "drf_p99_ms": drf["p99_ms"],
                 "drf_failed": drf["failed"],
                 "bare_rps": bare["rps"],
                 "bare_failed": bare["failed"],

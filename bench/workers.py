@@ -5,10 +5,13 @@ before the start barrier, it prepares what the worker needs and returns the
 operation, a callable run in a loop until the time is up (or until it raises
 ``StopIteration`` because its prepared supply ran out). Between the
 preparations and the start, the database's statistics are brought up to date.
+Each call is timed too (``timed``): its p50 and p99 over every worker's calls.
 """
 
 import multiprocessing
+import statistics
 import time
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -30,15 +33,18 @@ def _worker(start: Start, index: int, seconds: float, barrier, results) -> None:
 
             analyze()
         barrier.wait()
-        count, began = 0, time.perf_counter()
+        durations = array("d")
+        clock = time.perf_counter
+        began = now = clock()
         deadline = began + seconds
         try:
-            while time.perf_counter() < deadline:
+            while now < deadline:
                 op()
-                count += 1
+                durations.append(clock() - now)
+                now = clock()
         except StopIteration:
-            pass
-        results.put(count / (time.perf_counter() - began))
+            now = clock()
+        results.put((len(durations) / (now - began), durations))
     except BaseException as error:
         barrier.abort()
         results.put(error)
@@ -49,6 +55,12 @@ def _worker(start: Start, index: int, seconds: float, barrier, results) -> None:
 
 def rate(start: Start, workers: int, seconds: float) -> float:
     """Total operations per second of ``workers`` processes running ``start``'s op."""
+    return timed(start, workers, seconds)["rate"]
+
+
+def timed(start: Start, workers: int, seconds: float) -> dict[str, float]:
+    """Total operations per second of ``workers`` processes running ``start``'s op
+    (``rate``), and the p50 and p99 of one call in milliseconds."""
     from django.db import connections
 
     connections.close_all()
@@ -59,13 +71,21 @@ def rate(start: Start, workers: int, seconds: float) -> float:
     ]
     for process in processes:
         process.start()
-    rates = [results.get(timeout=seconds + 120) for _ in processes]
+    answers = [results.get(timeout=seconds + 120) for _ in processes]
     for process in processes:
         process.join()
-    failed = [r for r in rates if isinstance(r, BaseException)]
+    failed = [r for r in answers if isinstance(r, BaseException)]
     if failed:
         raise RuntimeError(f"a worker failed: {failed[0]!r}")
-    return sum(rates)
+    calls = sorted(d for _, durations in answers for d in durations)
+    if not calls:
+        return {"rate": 0.0, "p50_ms": float("nan"), "p99_ms": float("nan")}
+    cuts = statistics.quantiles(calls, n=100, method="inclusive") if len(calls) > 1 else calls * 99
+    return {
+        "rate": sum(r for r, _ in answers),
+        "p50_ms": round(cuts[49] * 1000, 3),
+        "p99_ms": round(cuts[98] * 1000, 3),
+    }
 
 
 def supplied(func: Callable[..., Any], items) -> Op:
