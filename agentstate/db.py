@@ -92,7 +92,13 @@ def call(alias: str, function: str, **params: Any) -> Any:
     row = _run(alias, f"SELECT {function}({_arguments(params)})", _params(params))
     assert row is not None
     (result,) = row
-    return json.loads(result) if isinstance(result, str | bytes) else result
+    return decoded(result)
+
+
+def decoded(value: Any) -> Any:
+    """A ``json`` or ``jsonb`` column's value: Django's psycopg connection reads it
+    as text, which is decoded here; a driver that decodes it gives it as it is."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def call_row(alias: str, function: str, **params: Any) -> tuple[Any, ...] | None:

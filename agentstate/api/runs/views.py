@@ -242,7 +242,8 @@ class ApprovalRequestView(AgentStateAPIView):
         operation_id="approval_requests_get",
     )
     def get(self, request: Request, id: str) -> Response:  # the documented path parameter
-        found = _requests(request.user).filter(pk=request_id(id)).first()
+        reviewer = reach(request.user, "view_approvalrequest", "decide_approvalrequest")
+        found = approvals.approval_request(request_id(id), reach=reviewer)
         if found is None:
             raise ApprovalRequestNotFound.of(id=id)
         return Response(represent(s.ApprovalRequestSerializer, found))
