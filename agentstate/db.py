@@ -164,7 +164,9 @@ def cursor(connection: Any) -> Any:
     from django.db.backends.postgresql.base import ServerBindingCursor
 
     with connection.wrap_database_errors:
-        return connection._prepare_cursor(ServerBindingCursor(connection.connection))
+        # psycopg's Cursor(connection); django-stubs know it without arguments.
+        server_binding = ServerBindingCursor(connection.connection)  # type: ignore[call-arg]
+        return connection._prepare_cursor(server_binding)
 
 
 def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:

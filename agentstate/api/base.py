@@ -121,7 +121,7 @@ class AgentStateAPIView(APIView):
             raise
 
     def paginate(
-        self, queryset: QuerySet[Any], serializer_class: type[serializers.BaseSerializer]
+        self, queryset: QuerySet[Any], serializer_class: type[serializers.Serializer]
     ) -> Response:
         paginator = Pagination()
         page = paginator.paginate_queryset(queryset, self.request, view=self)
@@ -129,7 +129,7 @@ class AgentStateAPIView(APIView):
         return paginator.get_paginated_response([shown.to_representation(row) for row in page])
 
 
-def represent(serializer_class: type[serializers.BaseSerializer], instance: Any) -> Any:
+def represent(serializer_class: type[serializers.Serializer], instance: Any) -> Any:
     """``serializer_class(instance).data``, without building the serializer's fields anew."""
     if instance is None:
         return serializer_class(instance).data
@@ -137,7 +137,7 @@ def represent(serializer_class: type[serializers.BaseSerializer], instance: Any)
 
 
 @functools.cache
-def _shared(serializer_class: type[serializers.BaseSerializer]) -> Any:
+def _shared(serializer_class: type[serializers.Serializer]) -> Any:
     """One instance of ``serializer_class`` with its fields built, for every request.
 
     DRF builds a serializer's fields anew for each instance (deep copies of
