@@ -112,7 +112,13 @@ def call(alias: str, function: str, **params: Any) -> Any:
     row = _run(alias, f"SELECT {function}({_arguments(params)})", _params(params))
     assert row is not None
     (result,) = row
-    return json.loads(result) if isinstance(result, str | bytes) else result
+    return decoded(result)
+
+
+def decoded(value: Any) -> Any:
+    """A ``json`` or ``jsonb`` column's value: Django's psycopg connection reads it
+    as text, which is decoded here; a driver that decodes it gives it as it is."""
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def call_row(alias: str, function: str, **params: Any) -> tuple[Any, ...] | None:
@@ -158,9 +164,34 @@ def _run(alias: str, sql: str, params: list[Any], every: bool = False) -> Any:
 
 
 def _fetch(connection: Any, sql: str, params: list[Any], every: bool) -> Any:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall() if every else cursor.fetchone()
+    with cursor(connection) as c:
+        c.execute(sql, params)
+        return c.fetchall() if every else c.fetchone()
+
+
+def cursor(connection: Any) -> Any:
+    """A cursor of ``connection`` for agentstate's fixed statements: prepared on the
+    server where the connection allows it.
+
+    Django's psycopg cursors bind parameters on the client, and psycopg prepares
+    no such statement. When the site sets ``OPTIONS["prepare_threshold"]``
+    (Django leaves it ``None``: never prepare, as a pooler in transaction mode
+    needs), this cursor binds on the server instead, and psycopg prepares a
+    statement once it ran that many times on the connection: the server then
+    parses and plans it once per connection rather than per call. Any other
+    connection gets Django's own cursor. Either is Django's cursor wrapper:
+    errors, query logging and execute wrappers as usual.
+    """
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    if getattr(connection.connection, "prepare_threshold", None) is None:
+        return connection.cursor()
+    from django.db.backends.postgresql.base import ServerBindingCursor
+
+    with connection.wrap_database_errors:
+        # psycopg's Cursor(connection); django-stubs know it without arguments.
+        server_binding = ServerBindingCursor(connection.connection)  # type: ignore[call-arg]
+        return connection._prepare_cursor(server_binding)
 
 
 def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:

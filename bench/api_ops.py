@@ -49,7 +49,7 @@ def _reviewer():
     return get_user_model()._default_manager.get_or_create(username="bench-reviewer")[0]
 
 
-def _subscribed(on: bool) -> None:
+def subscribed(on: bool) -> None:
     """One active webhook for ``approval.requested`` (its outbox row written with each
     filed request, its delivery queued on the broker after commit), or none."""
     from agentstate.models import Webhook
@@ -106,13 +106,13 @@ def our_operations(supply: int) -> dict[str, tuple[str, Start]]:
         return supplied(runs.approve, calls)
 
     def request_approval(i: int) -> Op:
-        _subscribed(False)
+        subscribed(False)
         (run,) = _runs(fresh("request"), 1)
         calls = ((run, "mail", f"call-{n}", {"to": "a@example.com"}) for n in range(supply))
         return supplied(approvals.request_approval, calls)
 
     def request_approval_webhook(i: int) -> Op:
-        _subscribed(True)
+        subscribed(True)
         (run,) = _runs(fresh("request-webhook"), 1)
         calls = ((run, "mail", f"call-{n}", {"to": "a@example.com"}) for n in range(supply))
         return supplied(approvals.request_approval, calls)

@@ -18,6 +18,10 @@ owner with ``owner``). Every endpoint is given requests that can all
 succeed: 64 different variables, lists or runs in turn, or, where an
 operation works once (claim, decide, create, filing), one prepared object
 per request. A figure with any non-2xx response or socket error is flagged.
+No webhook is active unless an endpoint says so (``webhook``): filing an
+approval request is measured without one, like the Python API's figure, and
+once more with one for ``approval.requested`` (each filing's delivery then
+handed to the broker by a thread of the server process).
 
 Before the load, one request per endpoint through Django's test client in
 this process counts its database queries and round trips (``bench.counts``).
@@ -36,7 +40,7 @@ from dataclasses import dataclass, field
 
 from agentstate.services import context
 from bench import counts, fill
-from bench.api_ops import TAG
+from bench.api_ops import TAG, subscribed
 from bench.env import ROOT
 
 SPREAD = 64  # distinct objects a repeatable request cycles through
@@ -66,6 +70,7 @@ class Endpoint:
     paths: list[str]
     bodies: list[dict] = field(default_factory=list)
     caller: str = "owner"  # or "service"
+    webhook: bool = False  # measured with an active webhook for approval.requested
 
     def loaded(self) -> tuple[list[str], list[dict]]:
         """The paths and bodies for wrk."""
@@ -123,17 +128,23 @@ def endpoints(supply: int, owner) -> list[Endpoint]:
     runs = [f"/api/runs/{run_id}/" for run_id in run_ids]
     with_list = [f"/api/context/?scope={scope}&name=v{k}&name=r{k}" for k in ks]
 
-    def filing(caller: str) -> Endpoint:
+    def filing(caller: str, webhook: bool = False) -> Endpoint:
+        label = ", webhook" if webhook else ""
         return Endpoint(
-            f"POST approval request ({caller})",
+            f"POST approval request ({caller}{label})",
             "write",
             "POST",
             [f"{run}approval-requests/" for run in runs],
             [
-                {"tool_name": "mail", "call_id": f"{caller}-{n}", "arguments": {"to": "a@b.c"}}
+                {
+                    "tool_name": "mail",
+                    "call_id": f"{caller}{label}-{n}",
+                    "arguments": {"to": "a@b.c"},
+                }
                 for n in range(supply + 1)
             ],
             caller,
+            webhook,
         )
 
     def checking(caller: str) -> Endpoint:
@@ -235,6 +246,7 @@ def endpoints(supply: int, owner) -> list[Endpoint]:
         ),
         filing("owner"),
         filing("service"),
+        filing("owner", webhook=True),
         Endpoint(
             "POST decide (service)",
             "write",
@@ -411,7 +423,10 @@ def measure(seconds: float, supply: int) -> dict:
     baselines = {
         baseline.name: probe(baseline, owner) for baseline in (*DRF.values(), *BARE.values())
     }
-    probes = {endpoint.name: probe(endpoint, tokens[endpoint.caller]) for endpoint in measured}
+    probes = {}
+    for endpoint in measured:
+        subscribed(endpoint.webhook)
+        probes[endpoint.name] = probe(endpoint, tokens[endpoint.caller])
     figures = {}
     with Server() as base:
         # warm up: every worker connected, agentstate's views imported and their first
@@ -419,6 +434,7 @@ def measure(seconds: float, supply: int) -> dict:
         wrk(base, DRF["read"], owner, 1)
         wrk(base, measured[0], owner, 1)
         for endpoint in measured:
+            subscribed(endpoint.webhook)
             bare = wrk(base, BARE[endpoint.kind], owner, seconds)
             drf = wrk(base, DRF[endpoint.kind], owner, seconds)  # the ratio's, just before
             figures[endpoint.name] = {

@@ -81,16 +81,16 @@ def measured(start: Start, workers: int, seconds: float) -> dict[str, float]:
     ]
     for process in processes:
         process.start()
-    rates = [results.get(timeout=seconds + 120) for _ in processes]
+    answers = [results.get(timeout=seconds + 120) for _ in processes]
     for process in processes:
         process.join()
-    failed = [r for r in rates if isinstance(r, BaseException)]
+    failed = [r for r in answers if isinstance(r, BaseException)]
     if failed:
         raise RuntimeError(f"a worker failed: {failed[0]!r}")
     durations = array("d")
-    for _rate, calls in rates:
+    for _rate, calls in answers:
         durations.extend(calls)
-    return {"rate": sum(r for r, _calls in rates), **percentiles(durations)}
+    return {"rate": sum(r for r, _calls in answers), **percentiles(durations)}
 
 
 def supplied(func: Callable[..., Any], items) -> Op:

@@ -25,8 +25,17 @@ def from_url(url: str, **kwargs: Any) -> dict[str, Any]:
         config["OPTIONS"] = {**MYSQL_OPTIONS, **config.get("OPTIONS", {})}
     # Behind PgBouncer in transaction pooling mode, a server-side cursor (what
     # QuerySet.iterator() opens) would outlive the transaction that made it.
-    if os.environ.get("DATABASE_POOLING") == "transaction":
+    pooled = os.environ.get("DATABASE_POOLING") == "transaction"
+    if pooled:
         config["DISABLE_SERVER_SIDE_CURSORS"] = True
+    # Server-side prepared statements for agentstate's operations on PostgreSQL:
+    # psycopg prepares one after it ran this many times on a connection. Off behind
+    # a pooler in transaction mode, unless it keeps them (PgBouncer 1.21+ with
+    # max_prepared_statements): set DATABASE_PREPARE_THRESHOLD there ("" turns
+    # them off).
+    threshold = os.environ.get("DATABASE_PREPARE_THRESHOLD", "" if pooled else "5")
+    if threshold and config["ENGINE"].endswith("postgresql"):
+        config.setdefault("OPTIONS", {})["prepare_threshold"] = int(threshold)
     return config
 
 

@@ -82,12 +82,16 @@ class AgentStateAPIView(APIView):
         # first authenticator (session auth) offers no challenge.
         return super().get_authenticate_header(request) or 'Session realm="api"'
 
-    def validated(
-        self, serializer_class: type[serializers.Serializer], data: Any, **kwargs: Any
-    ) -> Any:
-        serializer = serializer_class(
-            data=data, context={"request": self.request, "view": self}, **kwargs
-        )
+    def validated(self, serializer_class: type[serializers.Serializer], data: Any) -> Any:
+        """``data`` validated by ``serializer_class``: its ``validated_data``, or the
+        ValidationError of ``is_valid``."""
+        try:
+            return _shared(serializer_class).run_validation(data)
+        except ValidationError:
+            pass
+        # Refused: the errors exactly as a serializer of its own words them
+        # (``is_valid`` reshapes a few, such as a missing body).
+        serializer = serializer_class(data=data, context={"request": self.request, "view": self})
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
@@ -117,15 +121,39 @@ class AgentStateAPIView(APIView):
             raise
 
     def paginate(
-        self, queryset: QuerySet[Any], serializer_class: type[serializers.BaseSerializer]
+        self, queryset: QuerySet[Any], serializer_class: type[serializers.Serializer]
     ) -> Response:
         paginator = Pagination()
         page = paginator.paginate_queryset(queryset, self.request, view=self)
-        return paginator.get_paginated_response(serializer_class(page, many=True).data)
+        shown = _shared(serializer_class)
+        return paginator.get_paginated_response([shown.to_representation(row) for row in page])
+
+
+def represent(serializer_class: type[serializers.Serializer], instance: Any) -> Any:
+    """``serializer_class(instance).data``, without building the serializer's fields anew."""
+    if instance is None:
+        return serializer_class(instance).data
+    return _shared(serializer_class).to_representation(instance)
+
+
+@functools.cache
+def _shared(serializer_class: type[serializers.Serializer]) -> Any:
+    """One instance of ``serializer_class`` with its fields built, for every request.
+
+    DRF builds a serializer's fields anew for each instance (deep copies of
+    the declared ones, and a model's introspected for a ``ModelSerializer``):
+    most of a small request's Python. Validating (``run_validation``) and
+    representing (``to_representation``) keep no state on the instance, and
+    agentstate's serializers read no context, so one instance serves every
+    request and thread.
+    """
+    serializer = serializer_class()
+    serializer.fields  # noqa: B018 (built here, once)
+    return serializer
 
 
 @functools.cache
 def _list_fields(serializer_class: type[serializers.Serializer]) -> frozenset[str]:
     """The names of a query serializer's ``ListField`` entries (repeatable parameters)."""
-    fields = serializer_class().fields
+    fields = _shared(serializer_class).fields
     return frozenset(name for name, field in fields.items() if isinstance(field, ListField))

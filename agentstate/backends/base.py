@@ -344,6 +344,14 @@ class Backend(abc.ABC):
         expired)."""
 
     @abc.abstractmethod
+    def approval_request(
+        self, request_id: int, approval_ttl: timedelta, reach: Reach | None
+    ) -> ApprovalRequest | None:
+        """The request with its ``run``, its ``decided_by`` and its ``current_status``
+        (pending past ``approval_ttl``: expired); ``None`` when there is none or it is
+        out of ``reach`` (the requests the reach's user filed; ``None``: all)."""
+
+    @abc.abstractmethod
     def decide(
         self,
         request_id: int,

@@ -47,6 +47,7 @@ from .acting import By, acting, takes_by
 __all__ = [
     "DECIDED_BY_POLICY",
     "adecide",
+    "approval_request",
     "arequest_approval",
     "DECIDED_BY_RECORDS",
     "DECISIONS",
@@ -84,6 +85,15 @@ def in_status(status: str) -> Q:
     if status == Status.EXPIRED:
         return Q(status=Status.EXPIRED) | expired
     return Q(status=status)
+
+
+def approval_request(request_id: int, *, reach: Reach | None = None) -> ApprovalRequest | None:
+    """The request with its ``run``, ``decided_by`` and ``current_status`` (see
+    ``with_current_status``); ``None`` when there is none, or none in ``reach``
+    (the requests its user filed; ``None``: every request)."""
+    if not 0 < request_id <= MAX_ID:
+        return None
+    return backend().approval_request(request_id, agentstate_settings.APPROVAL_TTL, reach)
 
 
 @takes_by("user")

@@ -145,6 +145,30 @@ def test_current_status_and_filters_read_past_ttl_requests_as_expired(run):
     assert list(ApprovalRequest.objects.filter(approvals.in_status("expired"))) == [stale]
 
 
+def test_approval_request_reads_one_request_as_a_listing_shows_it(run, alice, bob, reviewer):
+    fresh = approvals.request_approval(run, "mail", "c1", {"to": "bob"}, user=alice)
+    stale = approvals.request_approval(run, "mail", "c2", user=alice)
+    decided = approvals.request_approval(run, "mail", "c3", user=alice)
+    approvals.decide(decided, "reject", by=reviewer, reason="no")
+    age(stale, timedelta(days=2))
+    listed = approvals.with_current_status(ApprovalRequest.objects.all())
+    for filed in (fresh, stale, decided):
+        read = approvals.approval_request(filed.pk)
+        shown = listed.select_related("run", "decided_by").get(pk=filed.pk)
+        assert read is not None and read == shown
+        assert read.current_status == shown.current_status
+        assert read.run.run_id == "run-1" and read.decided_by == shown.decided_by
+        assert read.arguments == shown.arguments and read.created_at == shown.created_at
+        assert read.decided_at == shown.decided_at and read.reason == shown.reason
+    assert approvals.approval_request(stale.pk).current_status == "expired"
+    assert approvals.approval_request(decided.pk).decided_by == reviewer
+    # Within a reach: the requests its user filed.
+    assert approvals.approval_request(fresh.pk, reach=Reach(alice.pk, "alice")) == fresh
+    assert approvals.approval_request(fresh.pk, reach=Reach(bob.pk, "bob")) is None
+    for missing in (0, -1, decided.pk + 1000, 2**63):
+        assert approvals.approval_request(missing) is None
+
+
 @pytest.mark.parametrize(
     "decision,options,field",
     [

@@ -38,3 +38,16 @@ def test_operations_need_no_session_state():
         context.push("pooled", "list", i)
     assert context.get("pooled", ["list"]) == {"list": list(range(20))}
     assert context.pop("pooled", "list", "FIFO") == 0
+
+
+def test_no_statement_is_prepared():
+    """Debian's PgBouncer (1.18) keeps no prepared statement from one transaction to
+    the next: the site leaves ``prepare_threshold`` unset there, and psycopg prepares
+    nothing however often an operation runs."""
+    assert "prepare_threshold" not in connection.settings_dict["OPTIONS"]
+    connection.ensure_connection()
+    assert connection.connection.prepare_threshold is None
+    for i in range(10):
+        context.put("pooled", "prepared", i)
+        assert context.get("pooled", ["prepared"]) == {"prepared": i}
+    assert not connection.connection._prepared._names

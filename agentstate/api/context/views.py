@@ -11,7 +11,7 @@ from agentstate.models import Scope
 from agentstate.services import context
 
 from ..access import acting_owner, has_model_perm, named_owner
-from ..base import AgentStateAPIView
+from ..base import AgentStateAPIView, represent
 from ..schema import PAGES, documented
 from . import serializers as s
 
@@ -49,7 +49,7 @@ class ContextView(ScopeOwnerMixin, AgentStateAPIView):
             owner=self.owner_for(d, write=True),
             by=self.actor(),
         )
-        return Response(s.PutResponse(result).data)
+        return Response(represent(s.PutResponse, result))
 
     @documented(
         parameters=[s.ContextDeleteQuery], responses={204: None}, operation_id="context_delete"
@@ -67,7 +67,7 @@ class ListView(ScopeOwnerMixin, AgentStateAPIView):
         result = context.get_list(
             q["scope"], q["name"], last=q.get("last"), owner=self.owner_for(q, write=False)
         )
-        return Response(s.ListValues(result).data)
+        return Response(represent(s.ListValues, result))
 
 
 class PushView(ScopeOwnerMixin, AgentStateAPIView):
@@ -81,7 +81,7 @@ class PushView(ScopeOwnerMixin, AgentStateAPIView):
             owner=self.owner_for(d, write=True),
             by=self.actor(),
         )
-        return Response(s.PushResponse(result).data)
+        return Response(represent(s.PushResponse, result))
 
 
 class PopView(ScopeOwnerMixin, AgentStateAPIView):

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from agentstate.services import pauses
 
 from ..access import acting_username, reach, visible_pauses
-from ..base import AgentStateAPIView
+from ..base import AgentStateAPIView, represent
 from ..schema import PAGES, documented
 from . import serializers as s
 
@@ -58,7 +58,7 @@ class PausesView(AgentStateAPIView):
             by=request.user,
             reach=reach(request.user, CHANGE),
         )
-        return Response(s.PauseSerializer(pause).data, status=status.HTTP_201_CREATED)
+        return Response(represent(s.PauseSerializer, pause), status=status.HTTP_201_CREATED)
 
 
 class ClaimView(AgentStateAPIView):
@@ -74,7 +74,7 @@ class ClaimView(AgentStateAPIView):
             d["question_id"],
             by=request.user,
         )
-        return Response(s.PauseSerializer(pause).data)
+        return Response(represent(s.PauseSerializer, pause))
 
 
 class ResolveView(AgentStateAPIView):
@@ -89,7 +89,7 @@ class ResolveView(AgentStateAPIView):
             by=request.user,
             reach=reach(request.user, CHANGE),
         )
-        return Response(s.PauseSerializer(pause).data)
+        return Response(represent(s.PauseSerializer, pause))
 
 
 class CancelView(AgentStateAPIView):

@@ -27,7 +27,7 @@ from agentstate.models import ApprovalPolicy
 from agentstate.services import approvals, budgets
 
 from ..access import has_any_perm, reach, require
-from ..base import AgentStateAPIView
+from ..base import AgentStateAPIView, represent
 from ..fields import TEXT_PATTERN
 from ..ids import path_id
 from ..runs.views import RUN_ID, RunAPIView
@@ -92,7 +92,9 @@ class PoliciesView(PolicyPermissionMixin):
             reason=d["reason"],
             by=request.user,
         )
-        return Response(s.ApprovalPolicySerializer(policy).data, status=status.HTTP_201_CREATED)
+        return Response(
+            represent(s.ApprovalPolicySerializer, policy), status=status.HTTP_201_CREATED
+        )
 
 
 class RevokeView(PolicyPermissionMixin):
@@ -104,7 +106,7 @@ class RevokeView(PolicyPermissionMixin):
     )
     def post(self, request: Request, id: str) -> Response:  # the documented path parameter
         policy = approvals.revoke_policy(policy_id(id), by=request.user)
-        return Response(s.ApprovalPolicySerializer(policy).data)
+        return Response(represent(s.ApprovalPolicySerializer, policy))
 
 
 # Budgets
@@ -121,7 +123,7 @@ class RunBudgetView(RunAPIView):
     def get(self, request: Request, run_id: str) -> Response:
         sees = reach(request.user, "view_run", "change_run", "view_budget", "change_budget")
         state = budgets.run_budget(run_id, reach=sees)
-        return Response(s.RunBudgetSerializer(budgets.as_json(state)).data)
+        return Response(represent(s.RunBudgetSerializer, budgets.as_json(state)))
 
     @documented(
         parameters=[RUN_ID],
@@ -135,7 +137,7 @@ class RunBudgetView(RunAPIView):
         _may_set(request.user)
         caps = self.validated(s.RunBudgetRequest, request.data)
         state = budgets.set_run_budget(run_id, caps, by=request.user)
-        return Response(s.RunBudgetSerializer(budgets.as_json(state)).data)
+        return Response(represent(s.RunBudgetSerializer, budgets.as_json(state)))
 
 
 class UserBudgetView(AgentStateAPIView):
@@ -155,7 +157,7 @@ class UserBudgetView(AgentStateAPIView):
                 "Reading another user's budget takes agentstate.view_budget or change_budget."
             )
         state = budgets.user_budget(username)
-        return Response(s.UserBudgetSerializer(budgets.as_json(state)).data)
+        return Response(represent(s.UserBudgetSerializer, budgets.as_json(state)))
 
     @documented(
         parameters=[USERNAME],
@@ -170,4 +172,4 @@ class UserBudgetView(AgentStateAPIView):
         d = dict(self.validated(s.UserBudgetRequest, request.data))
         period = d.pop("period", budgets.KEEP)
         state = budgets.set_user_budget(username, d, period=period, by=request.user)
-        return Response(s.UserBudgetSerializer(budgets.as_json(state)).data)
+        return Response(represent(s.UserBudgetSerializer, budgets.as_json(state)))

@@ -32,7 +32,7 @@ from agentstate.types import Reach, Records
 from agentstate.validation import check_run_id
 
 from ..access import reach, require, visible_requests
-from ..base import AgentStateAPIView
+from ..base import AgentStateAPIView, represent
 from ..fields import RUN_ID_PATTERN
 from ..ids import path_id
 from ..schema import PAGES, documented
@@ -204,7 +204,7 @@ class RunApprovalRequestsView(RunAPIView):
             reach=changing(request.user),
         )
         return Response(
-            s.ApprovalRequestSerializer(filed).data,
+            represent(s.ApprovalRequestSerializer, filed),
             status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
@@ -242,10 +242,11 @@ class ApprovalRequestView(AgentStateAPIView):
         operation_id="approval_requests_get",
     )
     def get(self, request: Request, id: str) -> Response:  # the documented path parameter
-        found = _requests(request.user).filter(pk=request_id(id)).first()
+        reviewer = reach(request.user, "view_approvalrequest", "decide_approvalrequest")
+        found = approvals.approval_request(request_id(id), reach=reviewer)
         if found is None:
             raise ApprovalRequestNotFound.of(id=id)
-        return Response(s.ApprovalRequestSerializer(found).data)
+        return Response(represent(s.ApprovalRequestSerializer, found))
 
 
 class DecideView(AgentStateAPIView):
@@ -270,4 +271,4 @@ class DecideView(AgentStateAPIView):
             reason=d["reason"],
             arguments=d["arguments"],
         )
-        return Response(s.ApprovalRequestSerializer(decided).data)
+        return Response(represent(s.ApprovalRequestSerializer, decided))

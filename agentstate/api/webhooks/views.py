@@ -12,7 +12,7 @@ from agentstate.models import Delivery, DeliveryAttempt, Webhook
 from agentstate.services import webhooks
 
 from ..access import require
-from ..base import AgentStateAPIView
+from ..base import AgentStateAPIView, represent
 from ..ids import path_id
 from ..schema import PAGES, documented
 from . import serializers as s
@@ -52,7 +52,7 @@ class WebhooksView(WebhookPermissionMixin):
     def post(self, request: Request) -> Response:
         d = self.validated(s.WebhookCreate, request.data)
         hook = webhooks.create_webhook(d["url"], d.get("kinds"), d["active"], by=request.user)
-        return Response(s.CreatedWebhookSerializer(hook).data, status=status.HTTP_201_CREATED)
+        return Response(represent(s.CreatedWebhookSerializer, hook), status=status.HTTP_201_CREATED)
 
 
 class WebhookView(WebhookPermissionMixin):

@@ -155,6 +155,14 @@ class RunOperations(PolicyOperations):
     def records(self, run_id: str, reach: Reach | None) -> Records:
         return self.atomic(lambda: self._records(self._run(run_id, reach)))
 
+    def approval_request(
+        self, request_id: int, approval_ttl: timedelta, reach: Reach | None
+    ) -> ApprovalRequest | None:
+        requests = ApprovalRequest.objects.using(self.alias).select_related("run", "decided_by")
+        if reach is not None:
+            requests = requests.filter(created_by_id=reach.user_id)
+        return requests.with_current_status(approval_ttl).filter(pk=request_id).first()
+
     def is_tool_approved(
         self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
     ) -> bool | None:

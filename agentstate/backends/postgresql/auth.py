@@ -4,7 +4,6 @@ and the user's permissions (its own and its groups'), which are handed to Django
 ``has_perm`` check of the request then costs no query."""
 
 import functools
-import json
 from typing import Any, cast
 
 from django.contrib.auth import get_user_model
@@ -14,7 +13,7 @@ from django.db import connections
 from django.db.models import Field, ManyToManyField, Model
 from django.db.models.options import Options
 
-from agentstate.db import from_json
+from agentstate.db import cursor, decoded, from_json
 
 
 class AuthOperations:
@@ -22,13 +21,13 @@ class AuthOperations:
 
     def token(self, token_model: type[Model], key: str) -> Any:
         connection = connections[self.alias]
-        with connection.cursor() as cursor:
-            cursor.execute(_statement(token_model), [key])
-            row = cursor.fetchone()
+        with cursor(connection) as c:
+            c.execute(_statement(token_model), [key])
+            row = c.fetchone()
         if row is None:
             return None
         user_row, created, own, grouped = row
-        user = from_json(get_user_model(), _decoded(user_row), self.alias)
+        user = from_json(get_user_model(), decoded(user_row), self.alias)
         if own is not None:
             # ModelBackend's per-object permission cache, filled as it would fill it
             # (private attributes, which django-stubs leaves out).
@@ -37,11 +36,6 @@ class AuthOperations:
             user._group_perm_cache = group_perms  # type: ignore[attr-defined]
             user._perm_cache = own_perms | group_perms  # type: ignore[attr-defined]
         return token_model(key=key, user=user, created=created)
-
-
-def _decoded(value: Any) -> dict[str, Any]:
-    row: dict[str, Any] = json.loads(value) if isinstance(value, str | bytes) else value
-    return row
 
 
 def _column(meta: "Options[Any]", name: str) -> str | None:

@@ -1,12 +1,16 @@
 """Runs, usage and approvals on PostgreSQL: ``sql/30_runs.sql``."""
 
+import functools
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
+from django.contrib.auth import get_user_model
+from django.db import connections
+
 from agentstate.backends.base import Changed
 from agentstate.backends.events import from_json as events_from_json
-from agentstate.db import Json, from_json
+from agentstate.db import Json, cursor, decoded, from_json
 from agentstate.models import ApprovalRequest, Run
 from agentstate.policies import DECIDED_BY_POLICY, POLICY_ACTOR
 from agentstate.records import DECIDED_BY_RECORDS
@@ -59,6 +63,26 @@ class RunOperations:
         }
         totals = self.call("add_usage", p_run_id=run_id, **counters, p_reach=_creator(reach))
         return {name: totals[name] for name in Run.USAGE_FIELDS}
+
+    def approval_request(
+        self, request_id: int, approval_ttl: timedelta, reach: Reach | None
+    ) -> ApprovalRequest | None:
+        creator = _creator(reach)
+        with cursor(connections[self.alias]) as c:
+            c.execute(_request_statement(), [approval_ttl, request_id, creator, creator])
+            row = c.fetchone()
+        if row is None:
+            return None
+        request_row, run_row, decider_row, current_status = row
+        request = from_json(ApprovalRequest, decoded(request_row), self.alias)
+        request.run = from_json(Run, decoded(run_row), self.alias)
+        request.decided_by = (
+            None
+            if decider_row is None
+            else from_json(get_user_model(), decoded(decider_row), self.alias)
+        )
+        request.current_status = current_status  # type: ignore[attr-defined]
+        return request
 
     def records(self, run_id: str, reach: Reach | None) -> Records:
         return dict(self.call("records", p_run_id=run_id, p_reach=_creator(reach)))
@@ -165,3 +189,26 @@ class RunOperations:
             p_actor=by.name,
         )
         return Changed(self._request(result), events_from_json(result["events"], self.alias))
+
+
+@functools.cache
+def _request_statement() -> str:
+    """One request with its run and decider, and its status by the database clock
+    (``querysets.current_status``: Django's ``Now()`` is ``STATEMENT_TIMESTAMP()``).
+    A fixed statement rather than a function: a read with nothing to check or write,
+    which the site's user table takes part in."""
+    meta, run, user = ApprovalRequest._meta, Run._meta, get_user_model()._meta
+    status, created_at = meta.get_field("status").column, meta.get_field("created_at").column
+    pending, expired = ApprovalRequest.Status.PENDING.value, ApprovalRequest.Status.EXPIRED.value
+    return (
+        f"SELECT to_jsonb(r), to_jsonb(run), to_jsonb(u),"
+        f" CASE WHEN r.{status} = '{pending}'"
+        f" AND r.{created_at} <= STATEMENT_TIMESTAMP() - %s::interval"
+        f" THEN '{expired}' ELSE r.{status} END"
+        f" FROM {meta.db_table} r"
+        f" JOIN {run.db_table} run ON run.{run.pk.column} = r.{meta.get_field('run').column}"
+        f" LEFT JOIN {user.db_table} u"
+        f" ON u.{user.pk.column} = r.{meta.get_field('decided_by').column}"
+        f" WHERE r.{meta.pk.column} = %s"
+        f" AND (%s::bigint IS NULL OR r.{meta.get_field('created_by').column} = %s::bigint)"
+    )

@@ -81,7 +81,8 @@ $$;
 CREATE FUNCTION agentstate_put(
     p_scope text, p_name text, p_value jsonb, p_if_version bigint, p_owner_id bigint, p_owner_name text, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_ensure_scope(p_scope, who);
@@ -130,7 +131,8 @@ END $$;
 
 -- [[name, value], ...] by name: lists whole, in order.
 CREATE FUNCTION agentstate_get(p_scope text, p_names text[], p_owner_id bigint, p_owner_name text) RETURNS jsonb
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -154,7 +156,8 @@ CREATE FUNCTION agentstate_append(
     p_scope text, p_name text, p_values jsonb, p_owner_id bigint, p_owner_name text, p_actor text,
     p_operation text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -221,7 +224,8 @@ $$;
 CREATE FUNCTION agentstate_get_list(
     p_scope text, p_name text, p_last bigint, p_owner_id bigint, p_owner_name text
 ) RETURNS jsonb
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -255,7 +259,8 @@ END $$;
 CREATE FUNCTION agentstate_pop(
     p_scope text, p_name text, p_lifo boolean, p_owner_id bigint, p_owner_name text, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -316,7 +321,8 @@ BEGIN
 END $$;
 
 CREATE FUNCTION agentstate_delete(p_scope text, p_name text, p_owner_id bigint, p_owner_name text) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -340,7 +346,8 @@ END $$;
 -- then its variables (writers of each hold it FOR UPDATE): what they wrote
 -- before is deleted with it, what they write after finds no scope.
 CREATE FUNCTION agentstate_delete_scope(p_scope text, p_owner_id bigint, p_owner_name text) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint;

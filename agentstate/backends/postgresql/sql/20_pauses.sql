@@ -65,7 +65,8 @@ CREATE FUNCTION agentstate_put_pause(
     p_chat text, p_call text, p_owner text, p_payload jsonb, p_ttl interval,
     p_question uuid, p_reach_user bigint, p_reach_name text, p_user_id bigint, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     pause agentstate_pausedrun;
     replaced jsonb := '{}';
@@ -108,7 +109,8 @@ END $$;
 CREATE FUNCTION agentstate_claim(
     p_chat text, p_call text, p_owner text, p_question text, p_user_id bigint, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     pause agentstate_pausedrun;
 BEGIN
@@ -140,7 +142,8 @@ CREATE FUNCTION agentstate_resolve(
     p_chat text, p_call text, p_reach_user bigint, p_reach_name text, p_user_id bigint,
     p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     pause agentstate_pausedrun := agentstate_reached_pause(
         p_chat, p_call, p_reach_user, p_reach_name);
@@ -160,7 +163,8 @@ CREATE FUNCTION agentstate_cancel(
     p_chat text, p_call text, p_reach_user bigint, p_reach_name text, p_user_id bigint,
     p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     pause agentstate_pausedrun := agentstate_reached_pause(
         p_chat, p_call, p_reach_user, p_reach_name);

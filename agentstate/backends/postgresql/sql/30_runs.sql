@@ -88,7 +88,8 @@ $$;
 -- waits for): RunExists.
 CREATE FUNCTION agentstate_create_run(p_run_id text, p_context jsonb, p_created_by bigint)
 RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     made agentstate_run;
 BEGIN
@@ -112,7 +113,8 @@ $$;
 
 CREATE FUNCTION agentstate_update_run(p_run_id text, p_context jsonb, p_reach bigint)
 RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     changed agentstate_run;
 BEGIN
@@ -137,7 +139,8 @@ CREATE FUNCTION agentstate_add_usage(
     p_run_id text, p_requests bigint, p_input bigint, p_output bigint, p_total bigint,
     p_cached bigint, p_reasoning bigint, p_reach bigint
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     top constant bigint := 9223372036854775807;
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
@@ -283,7 +286,8 @@ CREATE FUNCTION agentstate_record_decision(
     p_run_id text, p_tool text, p_call text, p_approve boolean, p_always boolean, p_reason text,
     p_reach bigint, p_user bigint, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     changed jsonb := agentstate_write_decision(
@@ -296,7 +300,8 @@ END $$;
 CREATE FUNCTION agentstate_rebuild_approvals(
     p_run_id text, p_records jsonb, p_reach bigint, p_user bigint, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     rebuilt jsonb;
@@ -348,7 +353,8 @@ CREATE FUNCTION agentstate_request_approval(
     p_policy_reason text, p_policy_actor text, p_ttl interval, p_reach bigint, p_user bigint,
     p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     req agentstate_approvalrequest;
@@ -412,7 +418,8 @@ CREATE FUNCTION agentstate_decide(
     p_id bigint, p_approve boolean, p_always boolean, p_reason text, p_arguments jsonb,
     p_ttl interval, p_user bigint, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     rn agentstate_run;
     req agentstate_approvalrequest;

@@ -80,7 +80,8 @@ CREATE FUNCTION agentstate_create_policy(
     p_tool text, p_approve boolean, p_user_id bigint, p_username text, p_arguments jsonb,
     p_expires_at timestamptz, p_reason text, p_by bigint, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     for_user bigint := p_user_id;
     made agentstate_approvalpolicy;
@@ -109,7 +110,8 @@ END $$;
 -- The row locked first (waiting for the requests it is deciding), then revoked by
 -- the clock: see the top of this file.
 CREATE FUNCTION agentstate_revoke_policy(p_id bigint, p_by bigint, p_actor text) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     pol agentstate_approvalpolicy;
     revoked jsonb;

@@ -1,0 +1,101 @@
+"""Where one REST request's Python goes: deterministic counts per endpoint, in this process.
+
+    .venv/bin/python bench/rest_profile.py                  # every endpoint: statements, calls
+    .venv/bin/python bench/rest_profile.py "GET pauses"     # and cProfile's top of that one
+
+Each endpoint of the REST section (``bench.web``) and its two baselines is
+requested through Django's WSGI handler with the site's middleware (as
+gunicorn calls it), after an untimed first request. Printed per request: the
+SQL statements (``CaptureQueriesContext``) and the Python function calls
+(``cProfile``), each also over the DRF floor's of its kind. Unlike a rate on
+a shared machine, both counts are the same from run to run.
+"""
+
+import sys
+from pathlib import Path
+
+# This folder's profile.py would stand for the standard library's, which cProfile imports.
+sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+
+from bench import env
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("endpoint", nargs="?", help="print the profile of this endpoint")
+    parser.add_argument("--top", type=int, default=40)
+    args = parser.parse_args()
+    env.create_database()
+    env.setup_django("bench.site_settings")
+    env.migrate()
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.db import connection
+    from django.test.client import RequestFactory
+    from django.test.utils import CaptureQueriesContext
+
+    from bench import api_ops, web
+
+    api_ops.prepare_baselines()
+    callers = web.users()
+    tokens = {caller: token for caller, (_, token) in callers.items()}
+    measured = web.endpoints(8, callers["owner"][0])
+    handler = WSGIHandler()
+    factory = RequestFactory()
+
+    def environ(endpoint: web.Endpoint, n: int) -> dict:
+        paths, bodies = endpoint.paths, endpoint.bodies
+        body = json.dumps(bodies[n % len(bodies)]) if bodies else ""
+        request = factory.generic(
+            endpoint.method,
+            paths[n % len(paths)],
+            body,
+            content_type="application/json",
+            headers={"authorization": f"Token {tokens[endpoint.caller]}"},
+        )
+        return request.environ
+
+    def call(endpoint: web.Endpoint, n: int) -> int:
+        status: list[str] = []
+        response = handler(environ(endpoint, n), lambda s, h, *a: status.append(s))
+        b"".join(response)
+        response.close()
+        return int(status[0].split()[0])
+
+    rows = []
+    baselines = {
+        **{f"floor {k}": e for k, e in web.DRF.items()},
+        **{f"bare {k}": e for k, e in web.BARE.items()},
+    }
+    for endpoint in [*baselines.values(), *measured]:
+        call(endpoint, 0)  # first-request lookups
+        with CaptureQueriesContext(connection) as queries:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            status = call(endpoint, 1)
+            profiler.disable()
+        stats = pstats.Stats(profiler)
+        rows.append((endpoint, status, len(queries), stats.total_calls, stats))
+    floor = {row[0].kind: row[3] for row in rows if row[0] in web.DRF.values()}
+    print(f"{'endpoint':<36}{'status':>7}{'SQL':>5}{'calls':>8}{'/ floor':>9}")
+    for endpoint, status, statements, calls, stats in rows:
+        print(
+            f"{endpoint.name:<36}{status:>7}{statements:>5}{calls:>8}"
+            f"{calls / floor[endpoint.kind]:>9.2f}"
+        )
+        if args.endpoint and endpoint.name == args.endpoint:
+            out = io.StringIO()
+            stats.stream = out
+            stats.sort_stats("cumulative").print_stats(args.top)
+            shown = out.getvalue()
+    if args.endpoint:
+        print(shown)
+
+
+if __name__ == "__main__":
+    main()
