@@ -186,12 +186,24 @@ def cursor(connection: Any) -> Any:
     connection.ensure_connection()
     if getattr(connection.connection, "prepare_threshold", None) is None:
         return connection.cursor()
+    with connection.wrap_database_errors:
+        server_binding = _preparing()(connection.connection)
+        return connection._prepare_cursor(server_binding)
+
+
+@functools.cache
+def _preparing() -> Any:
+    """psycopg's server-binding cursor class (PostgreSQL only, so imported when used),
+    keeping the statement it ran where Django's query log (``CaptureQueriesContext``,
+    DEBUG) reads it: psycopg leaves ``_query`` unset on a prepared statement's run."""
     from django.db.backends.postgresql.base import ServerBindingCursor
 
-    with connection.wrap_database_errors:
-        # psycopg's Cursor(connection); django-stubs know it without arguments.
-        server_binding = ServerBindingCursor(connection.connection)  # type: ignore[call-arg]
-        return connection._prepare_cursor(server_binding)
+    class Preparing(ServerBindingCursor):
+        def _convert_query(self, query: Any, params: Any = None) -> Any:
+            self._query = super()._convert_query(query, params)  # type: ignore[misc]
+            return self._query
+
+    return Preparing
 
 
 def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
