@@ -5,7 +5,7 @@ is set, else a SQLite *file* (several connections can share it), so the
 concurrency tests run on both. Tests marked ``postgres_only`` are deselected
 (not skipped) on other databases and when another backend than PostgreSQL's is
 forced (``AGENTSTATE_BACKEND``), and ``pgbouncer_only`` ones unless the connection goes
-through PgBouncer (``DATABASE_POOLING=transaction``).
+through PgBouncer (``DATABASE_POOLING=transaction``), ``direct_only`` ones when it does.
 
 Each folder of ``tests/`` holds one kind of test and marks its tests with the
 folder's name (``backends``, ``api``, ``admin``, ``bridges``, ``adapters``,
@@ -128,7 +128,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.parent == CONTRACT or item.path.stem in DATABASE_DEPENDENT:
             item.add_marker(pytest.mark.db)
-    if os.environ.get("DATABASE_POOLING") != "transaction":
+    if os.environ.get("DATABASE_POOLING") == "transaction":
+        absent.add("direct_only")
+    else:
         absent.add("pgbouncer_only")
     kept = [item for item in items if not absent & set(item.keywords)]
     deselected = [item for item in items if absent & set(item.keywords)]

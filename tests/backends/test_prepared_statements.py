@@ -4,11 +4,10 @@ Set (``DATABASES["default"]["OPTIONS"]["prepare_threshold"]``, what the demo
 site and these tests do on a direct connection): agentstate's operations and
 token lookups bind on the server, and psycopg prepares each statement once it
 ran that many times. Unset (Django's default, and the setting behind PgBouncer
-in transaction mode, ``tests/test_pgbouncer.py``): nothing is prepared, and no
+in transaction mode, ``tests/site/test_pgbouncer.py``): nothing is prepared, and no
 statement outlives its transaction.
 """
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,10 +23,8 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.postgres_only,
     # A statement prepared on one server connection is not on the next one a
-    # pooler hands out: tests/test_pgbouncer.py checks that none is prepared there.
-    pytest.mark.skipif(
-        os.environ.get("DATABASE_POOLING") == "transaction", reason="a direct connection only"
-    ),
+    # pooler hands out: tests/site/test_pgbouncer.py checks that none is prepared there.
+    pytest.mark.direct_only,
 ]
 
 

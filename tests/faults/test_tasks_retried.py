@@ -12,6 +12,7 @@ import time
 
 import pytest
 from django.db import connection
+from django.db.models.functions import Now
 
 from agentstate.contrib import core
 from agentstate.models import ApprovalRequest, Delivery, Run
@@ -50,7 +51,8 @@ def test_tasks_meeting_the_database_unreachable_are_retried_and_done_once_it_is_
     run_ids = [f"down-{n}" for n in range(RESUMES)]
     for run_id in run_ids:
         assert mailer.start("Email Bob.", run_id=run_id).status == core.WAITING
-    Delivery.objects.update(status=Delivery.Status.DELIVERED)  # the bridged runs' own
+    # the bridged runs' own
+    Delivery.objects.update(status=Delivery.Status.DELIVERED, delivered_at=Now())
     worker = None
     with receiving(hook.secret) as receiver:
         hook.url = receiver.url
