@@ -25,6 +25,11 @@ class ErrorSerializer(serializers.Serializer):
 
 # The query parameters of every paginated listing.
 PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
+WAIT = OpenApiParameter(
+    "wait",
+    float,
+    description="Seconds to wait for a change (above 0, at most AGENTSTATE['MAX_WAIT']).",
+)
 
 COMMON_ERRORS = (400, 401, 403, 404, 405, 406, 409, 410, 412, 413, 415, 503)
 

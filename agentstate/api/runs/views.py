@@ -28,14 +28,15 @@ from rest_framework.response import Response
 from agentstate.backends import Reach, Records
 from agentstate.exceptions import ApprovalRequestNotFound
 from agentstate.models import ApprovalRequest
-from agentstate.services import approvals, runs
+from agentstate.services import approvals, runs, waiting
 from agentstate.validation import check_run_id
 
 from ..access import reach, require, visible_requests
 from ..base import AgentStateAPIView
 from ..fields import RUN_ID_PATTERN
 from ..ids import path_id
-from ..schema import PAGES, documented
+from ..schema import PAGES, WAIT, documented
+from ..waiting import Waiting, wait_param
 from . import serializers as s
 
 if TYPE_CHECKING:
@@ -78,9 +79,25 @@ class RunsView(AgentStateAPIView):
 
 
 class RunView(RunAPIView):
-    @documented(parameters=[RUN_ID], responses=s.RunSerializer, operation_id="runs_get")
+    @documented(parameters=[RUN_ID, WAIT], responses=s.RunSerializer, operation_id="runs_get")
     def get(self, request: Request, run_id: str) -> Response:
-        return Response(runs.to_json(run_id, reach=viewing(request.user)))
+        wait = wait_param(request)
+        user = request.user
+        if wait is None:
+            return Response(runs.to_json(run_id, reach=viewing(user)))
+
+        def read() -> tuple[dict[str, Any], Any]:
+            answer = runs.to_json(run_id, reach=viewing(user))
+            requests, again = waiting.run_state(_requests(user), run_id)
+            return answer, ((answer["approvals"], requests), again)
+
+        _, (before, _) = read()  # a run the caller may not see: 404 at once
+        return Waiting(
+            waiting.run_check(read, before),
+            waiting.run_notice(run_id),
+            wait,
+            lambda answer: answer,
+        )
 
     @documented(
         parameters=[RUN_ID],
@@ -237,15 +254,23 @@ def request_id(text: str) -> int:
 
 class ApprovalRequestView(AgentStateAPIView):
     @documented(
-        parameters=[REQUEST_ID],
+        parameters=[REQUEST_ID, WAIT],
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_get",
     )
     def get(self, request: Request, id: str) -> Response:  # the documented path parameter
-        found = _requests(request.user).filter(pk=request_id(id)).first()
-        if found is None:
-            raise ApprovalRequestNotFound.of(id=id)
-        return Response(s.ApprovalRequestSerializer(found).data)
+        wait = wait_param(request)
+
+        def answer(found: ApprovalRequest | None) -> Any:
+            if found is None:
+                raise ApprovalRequestNotFound.of(id=id)
+            return s.ApprovalRequestSerializer(found).data
+
+        pk = request_id(id)
+        check = waiting.request_check(_requests(request.user), pk)
+        if wait is None:
+            return Response(answer(check()[0]))
+        return Waiting(check, waiting.request_notice(pk), wait, answer)
 
 
 class DecideView(AgentStateAPIView):
