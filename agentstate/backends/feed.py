@@ -3,16 +3,16 @@
 An id is drawn when an event row is inserted, before its transaction
 commits, so transactions can commit out of id order: a follower that has
 seen id 12 must not be handed 12 while 11 is still in flight, or it would
-skip 11 for ever. ``settled`` is a condition on the event id, evaluated in
-the same statement (and so the same snapshot) as the page it limits: the
-events below the first one that a transaction still in flight might precede.
+skip 11 for ever. ``settled`` is a condition on the event id, to filter the
+page read next: the events below the first id that a transaction still in
+flight might hold.
 
-- PostgreSQL: every event row records ``next_xid`` (a trigger sets it when
-  the row's id is drawn: the transaction's own xid is assigned first, the id
-  drawn next, and ``next_xid`` read last from a fresh snapshot), so every
-  transaction that drew a lower id has an xid below it. An event is settled
-  once the statement's snapshot has no transaction below ``next_xid`` in
-  flight (``pg_snapshot_xmin``). Rows older than the column (NULL) are settled.
+- PostgreSQL: before a transaction draws its first event id, it reads the
+  sequence's last value V and takes a shared advisory lock keyed by V, held
+  until it ends; its ids are all above V (a trigger, ``sql/05_feed.sql``).
+  ``agentstate_feed_bound()`` reads the sequence, then the locks held: no id
+  below the least of the last value and every V held + 1 can still appear.
+  That statement runs before the page's, so the page's snapshot is later.
 - SQLite: one writer at a time, from its first write to its commit, so ids
   commit in order: every visible event is settled.
 - MySQL and MariaDB: an event is settled when it was created more than a
@@ -30,16 +30,21 @@ from agentstate.models import Event
 MAX_ID = 2**63 - 1
 
 _UNSETTLED = {
-    "postgresql": "{table}.next_xid > pg_snapshot_xmin(pg_current_snapshot())",
     "mysql": "{table}.created_at >= (SELECT min(trx_started) - INTERVAL 1 SECOND"
     " FROM information_schema.innodb_trx WHERE trx_mysql_thread_id <> CONNECTION_ID())",
 }
 
 
 def settled(after: int, alias: str = "default") -> Q:
-    """The events above ``after`` that may be handed out: those below the first
-    unsettled one (see the module's docstring), as of the statement's own snapshot."""
-    unsettled = _UNSETTLED.get(connections[alias].vendor)
+    """The events above ``after`` that may be handed out (see the module's docstring),
+    for the query that follows (PostgreSQL asks the database here, first)."""
+    vendor = connections[alias].vendor
+    if vendor == "postgresql":
+        with connections[alias].cursor() as cursor:
+            cursor.execute("SELECT agentstate_feed_bound()")
+            (bound,) = cursor.fetchone()
+        return Q(pk__gt=after, pk__lt=bound)
+    unsettled = _UNSETTLED.get(vendor)
     if unsettled is None:
         return Q(pk__gt=after)
     table = connections[alias].ops.quote_name(Event._meta.db_table)

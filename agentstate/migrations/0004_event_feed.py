@@ -1,7 +1,7 @@
-"""The event feed on PostgreSQL: ``agentstate_event.next_xid`` (not a model field:
-written by a trigger when an event's id is drawn, read by ``agentstate.backends.feed``)
-and a NOTIFY per event in its own transaction (``sql/0004_event_feed.sql``; nothing
-on other databases)."""
+"""The event feed on PostgreSQL (``sql/0004_event_feed.sql``; nothing on other
+databases): a lock per writing transaction, taken before its first event id is
+drawn, that ``agentstate.backends.feed`` reads (``agentstate_feed_bound``), and a
+NOTIFY per event in its own transaction."""
 
 from django.db import migrations
 

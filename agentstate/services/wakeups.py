@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections
 
+from agentstate.backends.feed import settled
 from agentstate.models import Event
 
 logger = logging.getLogger(__name__)
@@ -113,7 +114,7 @@ def latest_id(alias: str = "default") -> int:
 
 
 def _notices_after(after: int) -> list[Notice]:
-    rows = Event.objects.filter(pk__gt=after).order_by("pk")[:1000]
+    rows = Event.objects.filter(settled(after)).order_by("pk")[:1000]
     return [
         Notice(
             e.pk,

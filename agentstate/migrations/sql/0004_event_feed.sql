@@ -1,19 +1,37 @@
--- 0004: the event feed (agentstate_event.next_xid, set when an event's id is
--- drawn) and a NOTIFY per event, sent on commit.
-
-ALTER TABLE agentstate_event ADD COLUMN next_xid xid8;
+-- 0004: the event feed (a lock per writing transaction, taken before its first
+-- event id is drawn; agentstate_feed_bound) and a NOTIFY per event.
 
 CREATE FUNCTION agentstate_event_drawn() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    drawn bigint;
 BEGIN
-    PERFORM pg_current_xact_id();
+    IF coalesce(current_setting('agentstate.feed_lock', true), '') = '' THEN
+        SELECT last_value INTO drawn FROM agentstate_event_id_seq;
+        PERFORM pg_advisory_xact_lock_shared(1634038643, (drawn % 2147483648)::integer);
+        PERFORM set_config('agentstate.feed_lock', drawn::text, true);
+    END IF;
     NEW.id := nextval('agentstate_event_id_seq');
-    NEW.next_xid := pg_snapshot_xmax(pg_current_snapshot());
     RETURN NEW;
 END $$;
 
 CREATE TRIGGER agentstate_event_drawn BEFORE INSERT ON agentstate_event
 FOR EACH ROW EXECUTE FUNCTION agentstate_event_drawn();
+
+CREATE FUNCTION agentstate_feed_bound() RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    drawn bigint;
+    held bigint;
+BEGIN
+    SELECT last_value INTO drawn FROM agentstate_event_id_seq;
+    SELECT min(drawn - ((drawn - l.objid::bigint) % 2147483648 + 2147483648) % 2147483648)
+    INTO held
+    FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.classid = 1634038643 AND l.objsubid = 2
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database());
+    RETURN least(drawn, held) + 1;
+END $$;
 
 CREATE FUNCTION agentstate_event_notify() RETURNS trigger
 LANGUAGE plpgsql AS $$
