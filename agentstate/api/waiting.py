@@ -61,7 +61,9 @@ class Deferred(Response):
 
 class Waiting(Deferred):
     """What a DRF view answers to have ``Waitable`` wait: ``until(check, wants,
-    timeout)``, then ``finish`` of what it read makes the answer's data."""
+    timeout, key)``, then ``finish`` of what it read makes the answer's data (with no
+    query: it runs on the event loop). ``key``: what makes two waiters' checks read
+    the same (the user and the object), so that they share a read."""
 
     def __init__(
         self,
@@ -69,14 +71,18 @@ class Waiting(Deferred):
         wants: Callable[[wakeups.Notice], bool],
         timeout: float,
         finish: Callable[[Any], Any],
+        key: Any = None,
     ) -> None:
         super().__init__()
         self.check, self.wants, self.timeout, self.finish = check, wants, timeout, finish
+        self.key = key
 
     async def answer(self) -> HttpResponseBase:
         try:
-            result = await waiting.until(self.check, self.wants, self.timeout)
-            response = Response(await wakeups.run(self.finish, result))
+            # ``finish`` makes the answer from what the check read (no query: on the loop).
+            response = Response(
+                self.finish(await waiting.until(self.check, self.wants, self.timeout, self.key))
+            )
         except Exception as exc:  # noqa: BLE001 - as DRF's handler would, or raised
             handled = exception_handler(exc, {})
             if handled is None:

@@ -54,13 +54,19 @@ def check_wait(value: Any, field: str = "wait") -> float:
     return seconds
 
 
-async def until(check: Check[T], wants: Callable[[Notice], bool], timeout: float) -> T:
-    """What ``check`` read when it said the wait is over, or when ``timeout`` passed."""
+async def until(
+    check: Check[T],
+    wants: Callable[[Notice], bool],
+    timeout: float,
+    key: Any = None,
+) -> T:
+    """What ``check`` read when it said the wait is over, or when ``timeout`` passed.
+    Waiters whose checks read the same (the same ``key``) share a read."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(timeout, 0)
     with hub().waiter(wants) as waiter:
         while True:
-            value, done, again = await run(check)
+            value, done, again = await run(check, key=key)
             left = deadline - loop.time()
             if done or left <= 0:
                 return value

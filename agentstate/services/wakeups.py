@@ -101,11 +101,38 @@ def _in_waiters_thread(func: Callable[..., T], *args: Any) -> T:
                 conn.close_at = None
 
 
-async def run(func: Callable[..., T], *args: Any) -> T:
+# Reads queued and not yet started, by key: a waiter asking the same read joins it.
+_queued: dict[Any, asyncio.Future[Any]] = {}
+
+
+async def run(func: Callable[..., T], *args: Any, key: Any = None) -> T:
     """``func(*args)`` on the waiters' thread, awaited. The caller's context variables
-    are not copied: every waiter shares that thread's one connection."""
+    are not copied: every waiter shares that thread's one connection.
+
+    With a ``key``, a call while another of the same key is queued and not yet
+    started shares its answer (fifty waiters woken for one request read it once)."""
     loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_executor, _in_waiters_thread, func, *args)
+    if key is None:
+        return await loop.run_in_executor(_executor, _in_waiters_thread, func, *args)
+    queued = _queued.get(key)
+    if queued is not None and queued.get_loop() is loop:
+        return await asyncio.shield(queued)
+
+    def started() -> T:
+        loop.call_soon_threadsafe(_forget, key, future)
+        return _in_waiters_thread(func, *args)
+
+    future = loop.run_in_executor(_executor, started)
+    _queued[key] = future
+    try:
+        return await asyncio.shield(future)
+    finally:
+        _forget(key, future)
+
+
+def _forget(key: Any, future: asyncio.Future[Any]) -> None:
+    if _queued.get(key) is future:
+        del _queued[key]
 
 
 def latest_id(alias: str = "default") -> int:

@@ -82,16 +82,20 @@ class EventsView(AgentStateAPIView):
             return self.paginate(events.filter(settled(after)).order_by("pk"), s.EventSerializer)
         empty = {"count": 0, "next": None, "previous": None, "results": []}
         return Waiting(
-            check, waiting.events_notice(filters, run_id), wait, lambda data: data or empty
+            check,
+            waiting.events_notice(filters, run_id),
+            wait,
+            lambda data: data or empty,
+            key=("events", request.user.pk, request.get_full_path()),
         )
 
 
 class EventStream(Deferred):
     """What ``EventStreamView`` answers for ``Waitable`` to stream."""
 
-    def __init__(self, events: QuerySet[Event], after: int, wants: Any) -> None:
+    def __init__(self, events: QuerySet[Event], after: int, wants: Any, key: Any) -> None:
         super().__init__()
-        self.events, self.after, self.wants = events, after, wants
+        self.events, self.after, self.wants, self.key = events, after, wants, key
 
     def _check(self, after: int) -> Any:
         def read(rows: QuerySet[Event]) -> list[dict[str, Any]]:
@@ -108,7 +112,9 @@ class EventStream(Deferred):
         after = self.after
         yield ": agentstate events\nretry: 1000\n\n"
         while True:
-            batch = await waiting.until(self._check(after), self.wants, KEEP_ALIVE)
+            batch = await waiting.until(
+                self._check(after), self.wants, KEEP_ALIVE, (self.key, after)
+            )
             if not batch:
                 yield ": keep-alive\n\n"
             for event in batch:
@@ -173,7 +179,8 @@ class EventStreamView(AgentStateAPIView):
                 raise BadInput("Last-Event-ID must be an event id.", field="Last-Event-ID")
         filters = {k: v for k, v in q.items() if k != "run_id"}
         wants = waiting.events_notice(filters, q.get("run_id"))
+        key = ("stream", request.user.pk, tuple(sorted(q.items())))
         events = _events(request.user, q)
         if after is None:
             after = wakeups.latest_id()
-        return EventStream(events, after, wants)
+        return EventStream(events, after, wants, key)

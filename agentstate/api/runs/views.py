@@ -97,6 +97,7 @@ class RunView(RunAPIView):
             waiting.run_notice(run_id),
             wait,
             lambda answer: answer,
+            key=("run", user.pk, run_id),
         )
 
     @documented(
@@ -270,7 +271,9 @@ class ApprovalRequestView(AgentStateAPIView):
         check = waiting.request_check(_requests(request.user), pk)
         if wait is None:
             return Response(answer(check()[0]))
-        return Waiting(check, waiting.request_notice(pk), wait, answer)
+        return Waiting(
+            check, waiting.request_notice(pk), wait, answer, key=("request", request.user.pk, pk)
+        )
 
 
 class DecideView(AgentStateAPIView):
