@@ -160,3 +160,23 @@ def events_notice(filters: dict[str, Any], run_id: str | None) -> Callable[[Noti
         return all(getattr(notice, name) == value for name, value in filters.items())
 
     return wants
+
+
+def requests_check(requests: QuerySet[ApprovalRequest], run_id: str) -> Callable[[], Any]:
+    """A ``Check`` of a run's requests among ``requests`` (annotated with
+    ``current_status``): over once none is pending."""
+
+    def check() -> tuple[list[ApprovalRequest], bool, float | None]:
+        rows = list(requests.filter(run__run_id=run_id).order_by("pk"))
+        pending = [r.created_at for r in rows if r.current_status == ApprovalRequest.Status.PENDING]
+        expiry = min(pending) + agentstate_settings.APPROVAL_TTL if pending else None
+        return rows, not pending, seconds_until(expiry)
+
+    return check
+
+
+def check_timeout(timeout: Any) -> float:
+    """A Python caller's ``timeout``: a number of seconds, 0 or more."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise BadInput("timeout must be a number of seconds, 0 or more.", field="timeout")
+    return float(timeout)

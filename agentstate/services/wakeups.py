@@ -119,7 +119,8 @@ async def run(func: Callable[..., T], *args: Any, key: Any = None) -> T:
         return await asyncio.shield(queued)
 
     def started() -> T:
-        loop.call_soon_threadsafe(_forget, key, future)
+        # Run on the loop after ``future`` is bound (the loop runs it later).
+        loop.call_soon_threadsafe(lambda: _forget(key, future))
         return _in_waiters_thread(func, *args)
 
     future = loop.run_in_executor(_executor, started)
@@ -253,3 +254,9 @@ def hub() -> Hub:
         if found is None:
             found = _hubs[loop] = Hub()
         return found
+
+
+def close_connections() -> None:
+    """Close the waiters' connection (it opens again when next needed): before a
+    test database is dropped, or a fork."""
+    _executor.submit(connections.close_all).result()

@@ -26,3 +26,12 @@ def server(django_db_setup):
     """One uvicorn process for a module's tests, on the test database."""
     with Uvicorn(database_env()) as running:
         yield running
+
+
+@pytest.fixture(autouse=True)
+def _close_the_waiters_connection():
+    """The waiters' thread keeps its connection; the test database must be droppable."""
+    yield
+    from agentstate.services import wakeups
+
+    wakeups.close_connections()
