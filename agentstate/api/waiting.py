@@ -91,7 +91,7 @@ class Waiting(Deferred):
         # As DRF's dispatch finalized the view's answer.
         response.accepted_renderer = self.accepted_renderer
         response.accepted_media_type = self.accepted_media_type
-        response.renderer_context = self.renderer_context
+        response.renderer_context = self.renderer_context  # type: ignore[attr-defined]
         for header, value in self.items():
             response.setdefault(header, value)
         return response
@@ -105,7 +105,7 @@ class Waitable:
 
     def __init__(self, view_class: type[APIView], *, always: bool = False) -> None:
         self.always = always  # async under ASGI even without ``wait`` (a stream)
-        self.view = csrf_exempt(view_class.as_view())
+        self.view: Callable[..., HttpResponseBase] = csrf_exempt(view_class.as_view())
         # What DRF's as_view() exposes, for the schema generator.
         self.cls = view_class
         self.initkwargs: dict[str, Any] = {}

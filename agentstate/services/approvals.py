@@ -207,7 +207,7 @@ async def await_decision(request: ApprovalRequest | int, timeout: float) -> Appr
     timeout = waiting.check_timeout(timeout)
     if not isinstance(pk, int) or not 0 < pk <= MAX_ID:
         raise ApprovalRequestNotFound.of(id=pk)
-    found = await waiting.until(
+    found: ApprovalRequest | None = await waiting.until(
         waiting.request_check(_reviewed(), pk),
         waiting.request_notice(pk),
         timeout,

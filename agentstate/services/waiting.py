@@ -82,6 +82,12 @@ def seconds_until(moment: datetime | None) -> float | None:
 # An approval request.
 
 
+def current(request: ApprovalRequest) -> str:
+    """A request's ``current_status`` (annotated by ``approvals.with_current_status``)."""
+    status: str = request.current_status  # type: ignore[attr-defined]
+    return status
+
+
 def request_notice(pk: int) -> Callable[[Notice], bool]:
     return lambda n: n.object_type == "approvalrequest" and n.object_id == str(pk)
 
@@ -94,7 +100,7 @@ def request_check(requests: QuerySet[ApprovalRequest], pk: int) -> Callable[[], 
         found = requests.filter(pk=pk).first()
         if found is None:
             return None, True, None
-        pending = found.current_status == ApprovalRequest.Status.PENDING
+        pending = current(found) == ApprovalRequest.Status.PENDING
         deadline = found.created_at + agentstate_settings.APPROVAL_TTL if pending else None
         return found, not pending, seconds_until(deadline)
 
@@ -111,14 +117,10 @@ def run_notice(run_id: str) -> Callable[[Notice], bool]:
 def run_state(requests: QuerySet[ApprovalRequest], run_id: str) -> tuple[Any, float | None]:
     """What a run's waiter compares: its requests' ids and current statuses, and the
     seconds until the next pending one expires."""
-    rows = list(
-        requests.filter(run__run_id=run_id)
-        .order_by("pk")
-        .values_list("pk", "current_status", "created_at")
-    )
-    pending = [created for _, status, created in rows if status == "pending"]
+    rows = list(requests.filter(run__run_id=run_id).order_by("pk"))
+    pending = [r.created_at for r in rows if current(r) == ApprovalRequest.Status.PENDING]
     next_expiry = min(pending) + agentstate_settings.APPROVAL_TTL if pending else None
-    return [(pk, status) for pk, status, _ in rows], seconds_until(next_expiry)
+    return [(r.pk, current(r)) for r in rows], seconds_until(next_expiry)
 
 
 def run_check(read: Callable[[], tuple[Any, Any]], before: Any) -> Callable[[], Any]:
@@ -168,7 +170,7 @@ def requests_check(requests: QuerySet[ApprovalRequest], run_id: str) -> Callable
 
     def check() -> tuple[list[ApprovalRequest], bool, float | None]:
         rows = list(requests.filter(run__run_id=run_id).order_by("pk"))
-        pending = [r.created_at for r in rows if r.current_status == ApprovalRequest.Status.PENDING]
+        pending = [r.created_at for r in rows if current(r) == ApprovalRequest.Status.PENDING]
         expiry = min(pending) + agentstate_settings.APPROVAL_TTL if pending else None
         return rows, not pending, seconds_until(expiry)
 

@@ -184,6 +184,9 @@ class Hub:
 
     async def _watch(self) -> None:
         last = await run(latest_id)
+        # What committed before ``last`` was read and after a waiter's first check:
+        # every waiter looks again.
+        self.dispatch(ANYTHING)
         while True:
             if connections["default"].vendor == "postgresql":
                 try:
@@ -219,6 +222,7 @@ class Hub:
             # Whatever committed before LISTEN took effect: every waiter looks again.
             self.dispatch(ANYTHING)
             async for note in conn.notifies():
+                notice: Notice | None
                 try:
                     notice = Notice.of(json.loads(note.payload))
                 except (ValueError, KeyError, TypeError):

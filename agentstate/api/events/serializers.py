@@ -34,7 +34,7 @@ class WaitField(serializers.Field):
     """``?wait=S``: checked by ``services.waiting.check_wait`` (a 400 naming ``wait``)."""
 
     def to_internal_value(self, data: Any) -> float:
-        return check_wait(data, self.field_name)
+        return check_wait(data, self.field_name or "wait")
 
     def to_representation(self, value: Any) -> Any:
         return value

@@ -80,7 +80,7 @@ class EventsView(AgentStateAPIView):
 
         if wait is None:
             return self.paginate(events.filter(settled(after)).order_by("pk"), s.EventSerializer)
-        empty = {"count": 0, "next": None, "previous": None, "results": []}
+        empty: dict[str, Any] = {"count": 0, "next": None, "previous": None, "results": []}
         return Waiting(
             check,
             waiting.events_notice(filters, run_id),
