@@ -32,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     # The longest ``?wait=`` (seconds) a REST client may ask for: long-polls of a
     # request, a run or the event feed.
     "MAX_WAIT": 60,
+    # On PostgreSQL, whether waiters are woken by LISTEN/NOTIFY (one connection per
+    # process); False: by a poll of the event log every half second, as on other
+    # databases (behind PgBouncer in transaction pooling, where LISTEN hears nothing).
+    "LISTEN": True,
     # Webhooks: tries per delivery, the first retry's delay (doubling, with
     # jitter), the time a receiver has to answer, and whether private,
     # loopback and link-local addresses may be targets.
@@ -94,6 +98,7 @@ class AgentStateSettings:
     PAGE_SIZE: int
     MAX_PAGE_SIZE: int
     MAX_WAIT: float
+    LISTEN: bool
     WEBHOOK_ATTEMPTS: int
     WEBHOOK_BACKOFF: timedelta
     WEBHOOK_TIMEOUT: timedelta

@@ -135,6 +135,7 @@ AGENTSTATE = {
     "WEBHOOK_TIMEOUT": float(os.environ.get("AGENTSTATE_WEBHOOK_TIMEOUT", "10")),
     "RESUME_LEASE": float(os.environ.get("AGENTSTATE_RESUME_LEASE", "900")),
     "APPROVAL_TTL": float(os.environ.get("AGENTSTATE_APPROVAL_TTL", "86400")),
+    "LISTEN": os.environ.get("AGENTSTATE_LISTEN", "1") == "1",
 }
 
 # Celery: Redis when REDIS_URL is set, else a file-system transport.

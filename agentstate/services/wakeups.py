@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from django.db import DatabaseError, connections
 
 from agentstate.backends.feed import settled
+from agentstate.conf import agentstate_settings
 from agentstate.models import Event
 
 logger = logging.getLogger(__name__)
@@ -188,7 +189,7 @@ class Hub:
         # every waiter looks again.
         self.dispatch(ANYTHING)
         while True:
-            if connections["default"].vendor == "postgresql":
+            if listens():
                 try:
                     await self._listen()
                 except asyncio.CancelledError:
@@ -206,10 +207,7 @@ class Hub:
                 except DatabaseError:
                     logger.warning("polling the event log failed", exc_info=True)
                 await asyncio.sleep(POLL_SECONDS)
-                if (
-                    connections["default"].vendor == "postgresql"
-                    and asyncio.get_running_loop().time() > deadline
-                ):
+                if listens() and asyncio.get_running_loop().time() > deadline:
                     break
 
     async def _listen(self) -> None:
@@ -230,6 +228,11 @@ class Hub:
                 self.dispatch(notice)
         finally:
             await conn.close()
+
+
+def listens() -> bool:
+    """Whether this process's waiters are woken by LISTEN (PostgreSQL, ``LISTEN`` on)."""
+    return connections["default"].vendor == "postgresql" and bool(agentstate_settings.LISTEN)
 
 
 def listen_conninfo(alias: str = "default") -> str:
