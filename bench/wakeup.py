@@ -93,7 +93,7 @@ def measure(token: str, listen: bool, rounds: int) -> list[float]:
             )["id"]
             woken: list[float] = []
             waiter = threading.Thread(
-                target=lambda pk=pk: (
+                target=lambda pk=pk, woken=woken: (
                     _call(url, token, f"/api/approval-requests/{pk}/?wait=30"),
                     woken.append(time.perf_counter()),
                 )

@@ -25,9 +25,11 @@ class ErrorSerializer(serializers.Serializer):
 
 # The query parameters of every paginated listing.
 PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
+# What ``?wait=`` takes, as far as a schema can say (the maximum is MAX_WAIT's default).
+WAIT_SCHEMA = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 60}
 WAIT = OpenApiParameter(
     "wait",
-    float,
+    WAIT_SCHEMA,
     description="Seconds to wait for a change (above 0, at most AGENTSTATE['MAX_WAIT']).",
 )
 

@@ -2,7 +2,6 @@
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -12,10 +11,11 @@ from agentstate.signals import BY_KIND
 
 from ..access import object_types
 from ..fields import KeyField, QuerySerializer, RunIdField
-from ..ids import path_id
+from ..ids import MAX_ID, path_id
+from ..schema import WAIT_SCHEMA
 
 
-@extend_schema_field({"type": "integer", "minimum": 0})
+@extend_schema_field({"type": "integer", "minimum": 0, "maximum": MAX_ID})
 class EventIdField(serializers.Field):
     """An event id to follow from: a non-negative integer (decimal digits)."""
 
@@ -29,7 +29,7 @@ class EventIdField(serializers.Field):
         return value
 
 
-@extend_schema_field(OpenApiTypes.DOUBLE)
+@extend_schema_field(WAIT_SCHEMA)
 class WaitField(serializers.Field):
     """``?wait=S``: checked by ``services.waiting.check_wait`` (a 400 naming ``wait``)."""
 
