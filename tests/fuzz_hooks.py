@@ -18,6 +18,8 @@ OWNER = "fuzzer"
 def map_query(context: Any, query: Any) -> Any:
     if isinstance(query, dict) and "owner" in query:
         query["owner"] = OWNER
+    if isinstance(query, dict) and isinstance(query.get("wait"), int | float):
+        query["wait"] = min(query["wait"], 0.1)  # a long-poll, not a minute per request
     return query
 
 
