@@ -8,7 +8,11 @@ import pytest
 from django.db import connection
 
 from agentstate.services import approvals, runs
-from tests.test_browser_admin import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, offline
+
+try:
+    from tests.admin.test_browser_admin import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, offline
+except ImportError:  # before the tests moved into folders by kind
+    from tests.test_browser_admin import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, offline
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
