@@ -11,6 +11,8 @@ from typing import Any
 
 import schemathesis
 
+from tests.fuzz_waits import short
+
 OWNER = "fuzzer"
 
 
@@ -18,9 +20,7 @@ OWNER = "fuzzer"
 def map_query(context: Any, query: Any) -> Any:
     if isinstance(query, dict) and "owner" in query:
         query["owner"] = OWNER
-    if isinstance(query, dict) and isinstance(query.get("wait"), int | float):
-        query["wait"] = min(query["wait"], 0.1)  # a long-poll, not a minute per request
-    return query
+    return short(query)  # a long-poll, not a minute per request
 
 
 @schemathesis.hook
