@@ -29,6 +29,13 @@ DEFAULTS: dict[str, Any] = {
     # Page size of the REST list endpoints (``?page_size=`` may lower it).
     "PAGE_SIZE": 50,
     "MAX_PAGE_SIZE": 500,
+    # The longest ``?wait=`` (seconds) a REST client may ask for: long-polls of a
+    # request, a run or the event feed.
+    "MAX_WAIT": 60,
+    # On PostgreSQL, whether waiters are woken by LISTEN/NOTIFY (one connection per
+    # process); False: by a poll of the event log every half second, as on other
+    # databases (behind PgBouncer in transaction pooling, where LISTEN hears nothing).
+    "LISTEN": True,
     # Webhooks: tries per delivery, the first retry's delay (doubling, with
     # jitter), the time a receiver has to answer, and whether private,
     # loopback and link-local addresses may be targets.
@@ -73,6 +80,8 @@ POSITIVE_INTS = (
     "MAX_PAGE_SIZE",
     "WEBHOOK_ATTEMPTS",
 )
+# Numbers of seconds above 0 (fractions allowed).
+POSITIVE_NUMBERS = ("MAX_WAIT",)
 
 
 class AgentStateSettings:
@@ -88,6 +97,8 @@ class AgentStateSettings:
     MAX_JSON_DEPTH: int
     PAGE_SIZE: int
     MAX_PAGE_SIZE: int
+    MAX_WAIT: float
+    LISTEN: bool
     WEBHOOK_ATTEMPTS: int
     WEBHOOK_BACKOFF: timedelta
     WEBHOOK_TIMEOUT: timedelta
@@ -137,6 +148,10 @@ class AgentStateSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 problems.append(f"{name} must be a positive integer")
+        for name in POSITIVE_NUMBERS:
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+                problems.append(f"{name} must be a positive number of seconds")
         return problems
 
     def reload(self) -> None:

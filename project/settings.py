@@ -48,6 +48,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "project.urls"
 WSGI_APPLICATION = "project.wsgi.application"
+ASGI_APPLICATION = "project.asgi.application"
 
 TEMPLATES = [
     {
@@ -70,12 +71,15 @@ SQLITE_PATH = Path(os.environ.get("SQLITE_PATH", VAR_DIR / "db.sqlite3"))
 # thread would outlive it, and concurrent clients would exhaust PostgreSQL's
 # connections. So connections close after each request there, by default.
 RUNSERVER = sys.argv[1:2] == ["runserver"]
+# Under an ASGI server (project/asgi.py sets AGENTSTATE_ASGI) each sync view runs on
+# a thread of its own too: the same rule, or every thread would leave a connection.
+ASGI = os.environ.get("AGENTSTATE_ASGI") == "1"
 
 if os.environ.get("DATABASE_URL"):
     DATABASES = {
         "default": from_url(
             os.environ["DATABASE_URL"],
-            conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0" if RUNSERVER else "60")),
+            conn_max_age=int(os.environ.get("CONN_MAX_AGE", "0" if RUNSERVER or ASGI else "60")),
         )
     }
 else:
@@ -126,6 +130,8 @@ AGENTSTATE = {
     "WEBHOOK_BACKOFF": float(os.environ.get("AGENTSTATE_WEBHOOK_BACKOFF", "5")),
     "WEBHOOK_TIMEOUT": float(os.environ.get("AGENTSTATE_WEBHOOK_TIMEOUT", "10")),
     "RESUME_LEASE": float(os.environ.get("AGENTSTATE_RESUME_LEASE", "900")),
+    "APPROVAL_TTL": float(os.environ.get("AGENTSTATE_APPROVAL_TTL", "86400")),
+    "LISTEN": os.environ.get("AGENTSTATE_LISTEN", "1") == "1",
 }
 # Another storage backend for every database (a dotted path): the portable
 # agentstate.backends.orm.ORMBackend on PostgreSQL, say.

@@ -27,4 +27,5 @@ trap 'kill $CELERY_PID 2>/dev/null; wait $CELERY_PID 2>/dev/null' EXIT INT TERM
 echo "    worker log: ${AGENTSTATE_VAR_DIR:-var}/celery.log"
 
 echo "==> serving on http://127.0.0.1:$PORT/  (API docs /api/docs/ and /api/redoc/, admin /admin/)"
-python manage.py runserver --noreload "127.0.0.1:$PORT"
+# uvicorn (ASGI): long-polls and event streams wait without holding a thread.
+uvicorn project.asgi:application --host 127.0.0.1 --port "$PORT" --log-level warning

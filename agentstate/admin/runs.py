@@ -28,7 +28,7 @@ from django.db import transaction
 from django.db.models import Case, IntegerField, QuerySet, Value, When
 from django.db.models.expressions import Combinable
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
@@ -42,6 +42,7 @@ from agentstate.exceptions import AgentStateError, AlreadyDecided, ApprovalReque
 from agentstate.models import ApprovalPolicy, ApprovalRecord, ApprovalRequest, Run
 from agentstate.policies import json_equal
 from agentstate.services import approvals, runs
+from agentstate.services.wakeups import latest_id
 
 Status = ApprovalRequest.Status
 Decision = ApprovalPolicy.Decision
@@ -130,6 +131,20 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         "pretty_approved_arguments",
         "reason",
     )
+
+    def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> Any:
+        """The queue, kept current by a small script on the event feed (when the site
+        mounts the REST API): requests filed or decided meanwhile show without a reload."""
+        try:
+            feed = reverse("agentstate:events")
+        except NoReverseMatch:
+            feed = None
+        if feed is not None:
+            extra_context = {
+                **(extra_context or {}),
+                "agentstate_feed": {"url": feed, "after": latest_id()},
+            }
+        return super().changelist_view(request, extra_context)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
         """Annotated with ``current_status`` and ``queue`` (0 for pending), then ordered."""

@@ -136,10 +136,13 @@ def object_types() -> list[str]:
 def visible_events(user: _AnyUser) -> QuerySet[Event]:
     """Events about objects the user created or owns, or of a model it may view.
 
-    ``view_event`` shows every event. ``created_by`` and ``owner`` are copied
+    ``view_event`` shows every event; ``decide_approvalrequest``, as it shows every
+    request, every request's events. ``created_by`` and ``owner`` are copied
     onto the event, so the trail stays visible after its object is gone.
     """
     if has_model_perm(user, "view_event"):
         return Event.objects.all()
     viewable = [name for name in object_types() if has_model_perm(user, f"view_{name}")]
+    if "approvalrequest" not in viewable and has_model_perm(user, "decide_approvalrequest"):
+        viewable.append("approvalrequest")  # a reviewer sees the whole queue (visible_requests)
     return Event.objects.visible_to(cast("_User", user), viewable)

@@ -25,6 +25,13 @@ class ErrorSerializer(serializers.Serializer):
 
 # The query parameters of every paginated listing.
 PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
+# What ``?wait=`` takes, as far as a schema can say (the maximum is MAX_WAIT's default).
+WAIT_SCHEMA = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 60}
+WAIT = OpenApiParameter(
+    "wait",
+    WAIT_SCHEMA,
+    description="Seconds to wait for a change (above 0, at most AGENTSTATE['MAX_WAIT']).",
+)
 
 COMMON_ERRORS = (400, 401, 403, 404, 405, 406, 409, 410, 412, 413, 415, 503)
 

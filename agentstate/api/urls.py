@@ -11,6 +11,7 @@ from .events import views as views_events
 from .pauses import views as views_pauses
 from .policies import views as views_policies
 from .runs import views as views_runs
+from .waiting import Waitable
 from .webhooks import views as views_webhooks
 
 app_name = "agentstate"
@@ -21,13 +22,16 @@ urlpatterns = [
     path("context/push/", views_context.PushView.as_view(), name="context-push"),
     path("context/pop/", views_context.PopView.as_view(), name="context-pop"),
     path("scopes/", views_context.ScopesView.as_view(), name="scopes"),
-    path("events/", views_events.EventsView.as_view(), name="events"),
+    path("events/", Waitable(views_events.EventsView), name="events"),
+    path(
+        "events/stream/", Waitable(views_events.EventStreamView, always=True), name="events-stream"
+    ),
     path("pauses/", views_pauses.PausesView.as_view(), name="pauses"),
     path("pauses/claim/", views_pauses.ClaimView.as_view(), name="pauses-claim"),
     path("pauses/resolve/", views_pauses.ResolveView.as_view(), name="pauses-resolve"),
     path("pauses/cancel/", views_pauses.CancelView.as_view(), name="pauses-cancel"),
     path("runs/", views_runs.RunsView.as_view(), name="runs"),
-    path("runs/<str:run_id>/", views_runs.RunView.as_view(), name="run"),
+    path("runs/<str:run_id>/", Waitable(views_runs.RunView), name="run"),
     path("runs/<str:run_id>/usage/", views_runs.UsageView.as_view(), name="run-usage"),
     path("runs/<str:run_id>/budget/", views_policies.RunBudgetView.as_view(), name="run-budget"),
     path("runs/<str:run_id>/approvals/", views_runs.ApprovalsView.as_view(), name="run-approvals"),
@@ -43,7 +47,7 @@ urlpatterns = [
     path("approval-requests/", views_runs.ApprovalRequestsView.as_view(), name="approval-requests"),
     path(
         "approval-requests/<str:id>/",
-        views_runs.ApprovalRequestView.as_view(),
+        Waitable(views_runs.ApprovalRequestView),
         name="approval-request",
     ),
     path(

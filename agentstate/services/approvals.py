@@ -24,7 +24,7 @@ it: ``decide`` refuses it and listings (``with_current_status``,
 from datetime import datetime, timedelta
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth import get_user_model
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -38,7 +38,7 @@ from agentstate.models.querysets import current_status, past_ttl
 from agentstate.policies import DECIDED_BY_POLICY
 from agentstate.policies import active as in_force
 from agentstate.records import DECIDED_BY_RECORDS
-from agentstate.services import runs
+from agentstate.services import runs, waiting
 from agentstate.types import Reach
 from agentstate.validation import check_json, check_key
 
@@ -49,6 +49,8 @@ __all__ = [
     "adecide",
     "approval_request",
     "arequest_approval",
+    "await_decision",
+    "await_run_decided",
     "DECIDED_BY_RECORDS",
     "DECISIONS",
     "create_policy",
@@ -58,6 +60,8 @@ __all__ = [
     "policies",
     "request_approval",
     "revoke_policy",
+    "wait",
+    "wait_run_decided",
     "with_current_status",
 ]
 
@@ -201,6 +205,56 @@ def decide(
     events.announce([records_changed], Run, decided.run)
     events.announce([request_decided], ApprovalRequest, decided)
     return decided
+
+
+# Waiting for a decision (services.waiting): no thread and no connection held
+# while waiting, woken by the process's listener (LISTEN/NOTIFY on PostgreSQL).
+
+
+def _reviewed() -> QuerySet[ApprovalRequest]:
+    return with_current_status(ApprovalRequest.objects.select_related("run", "decided_by"))
+
+
+async def await_decision(request: ApprovalRequest | int, timeout: float) -> ApprovalRequest:
+    """The request once it is decided or expired (at once if it is), or as it stands
+    (``pending``) after ``timeout`` seconds. Reads on the waiters' connection: what
+    the caller's own open transaction wrote is not seen."""
+    pk = request.pk if isinstance(request, ApprovalRequest) else request
+    timeout = waiting.check_timeout(timeout)
+    if not isinstance(pk, int) or not 0 < pk <= MAX_ID:
+        raise ApprovalRequestNotFound.of(id=pk)
+    found: ApprovalRequest | None = await waiting.until(
+        waiting.request_check(_reviewed(), pk),
+        waiting.request_notice(pk),
+        timeout,
+        key=("request", None, pk),
+    )
+    if found is None:
+        raise ApprovalRequestNotFound.of(id=pk)
+    return found
+
+
+def wait(request: ApprovalRequest | int, timeout: float) -> ApprovalRequest:
+    """``await_decision`` for sync code (not on a thread that runs an event loop);
+    blocks the calling thread."""
+    return async_to_sync(await_decision)(request, timeout)
+
+
+async def await_run_decided(run: runs.RunRef, timeout: float) -> list[ApprovalRequest]:
+    """The run's requests, oldest first, once none is pending (decided or expired), or
+    as they stand after ``timeout`` seconds."""
+    run_id = runs.run_id_of(run)
+    return await waiting.until(
+        waiting.requests_check(_reviewed(), run_id),
+        waiting.run_notice(run_id),
+        waiting.check_timeout(timeout),
+        key=("run-requests", run_id),
+    )
+
+
+def wait_run_decided(run: runs.RunRef, timeout: float) -> list[ApprovalRequest]:
+    """``await_run_decided`` for sync code."""
+    return async_to_sync(await_run_decided)(run, timeout)
 
 
 # Approval policies.

@@ -6,7 +6,8 @@ needs only ``httpx`` (no Django). See the project's documentation,
 ``docs/client.md``.
 """
 
-from .client import KEEP, AgentStateClient, TokenAuth, error_from_response
+from .aio import AsyncAgentStateClient
+from .client import KEEP, AgentStateClient, Event, TokenAuth, error_from_response
 from .errors import (
     AlreadyClaimed,
     AlreadyDecided,
@@ -48,6 +49,8 @@ __version__ = "0.1.0"
 __all__ = [
     "KEEP",
     "AgentStateClient",
+    "AsyncAgentStateClient",
+    "Event",
     "RemoteSharedState",
     "RemoteToolContext",
     "TokenAuth",

@@ -150,7 +150,43 @@ def error_from_response(
     )
 
 
+# Waiting: each long-poll asks for at most this many seconds (the server's
+# AGENTSTATE["MAX_WAIT"] is 60 by default), and allows this much more for the answer.
+WAIT_CHUNK = 50.0
+HTTP_SLACK = 10.0
+FOLLOW_PAGE = 500
+
+
+def wait_chunk(deadline: float | None) -> float | None:
+    """The next long-poll's ``wait``: what is left of the time (at most ``WAIT_CHUNK``),
+    or None when nothing is left (then the request answers at once)."""
+    if deadline is None:
+        return WAIT_CHUNK
+    left = deadline - time.monotonic()
+    return min(left, WAIT_CHUNK) if left > 0.001 else None
+
+
+def events_filters(
+    kind: str | None, object_type: str | None, object_id: str | None, run_id: str | None
+) -> dict[str, str]:
+    given = {"kind": kind, "object_type": object_type, "object_id": object_id, "run_id": run_id}
+    return {name: value for name, value in given.items() if value is not None}
+
+
 # Response shapes.
+
+
+class Event(TypedDict):
+    id: int
+    kind: str
+    actor: str
+    user: str | None
+    object_type: str
+    object_id: str
+    created_by: str | None
+    owner: str
+    details: dict[str, Any]
+    created_at: str
 
 
 class PutResult(TypedDict):
@@ -334,8 +370,11 @@ class AgentStateClient:
         idempotent: bool,
         not_found: type[NotFound] = NotFound,
         expired: type[Expired] = Expired,
+        timeout: float | None = None,
     ) -> httpx.Response:
         kwargs: dict[str, Any] = {}
+        if timeout is not None:  # a long-poll: longer than the wait it asks for
+            kwargs["timeout"] = timeout
         params = {k: v for k, v in (params or {}).items() if v is not None}
         if params:  # an empty mapping would drop the query of a ``next`` link
             kwargs["params"] = params
@@ -724,6 +763,74 @@ class AgentStateClient:
             not_found=ApprovalRequestNotFound,
             expired=ApprovalRequestExpired,
         )
+
+    # Waiting without polling: long-polls that the server answers on a change.
+
+    def wait_for_decision(self, request_id: int, timeout: float) -> ApprovalRequest:
+        """The request once it is decided or expired (at once if it is), or as it stands
+        (``pending``) after ``timeout`` seconds: long-polls of at most ``WAIT_CHUNK``
+        seconds each (``?wait=``), so no proxy sees a silent request for long."""
+        deadline = time.monotonic() + timeout
+        while True:
+            wait = wait_chunk(deadline)
+            request: ApprovalRequest = self._json(
+                "GET",
+                f"approval-requests/{int(request_id)}/",
+                params={"wait": wait},
+                idempotent=True,
+                not_found=ApprovalRequestNotFound,
+                timeout=None if wait is None else wait + HTTP_SLACK,
+            )
+            if request["status"] != "pending" or wait is None:
+                return request
+
+    def follow_events(
+        self,
+        after: int | None = None,
+        *,
+        kind: str | None = None,
+        object_type: str | None = None,
+        object_id: str | None = None,
+        run_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[Event]:
+        """Every event the caller may see above ``after`` (``None``: from the next one
+        on), oldest first, each exactly once, waiting for new ones (``?after=&wait=``).
+        A lost connection or a 503 is retried with backoff and the feed resumes
+        after the last event yielded. Ends after ``timeout`` seconds if given."""
+        filters = events_filters(kind, object_type, object_id, run_id)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        failures = 0
+        while True:
+            try:
+                if after is None:
+                    after = self._latest_event_id(filters)
+                wait = wait_chunk(deadline)
+                page = self._json(
+                    "GET",
+                    "events/",
+                    params={**filters, "after": after, "wait": wait, "page_size": FOLLOW_PAGE},
+                    idempotent=True,
+                    timeout=None if wait is None else wait + HTTP_SLACK,
+                )
+            except (Unreachable, ServiceUnavailable):
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
+                self._sleep(min(failures, 5), None)
+                failures += 1
+                continue
+            failures = 0
+            for event in page["results"]:
+                yield event
+                after = event["id"]
+            if wait is None:
+                return
+
+    def _latest_event_id(self, filters: Mapping[str, Any]) -> int:
+        newest = self._json("GET", "events/", params={**filters, "page_size": 1}, idempotent=True)[
+            "results"
+        ]
+        return int(newest[0]["id"]) if newest else 0
 
     # Approval policies (agentstate.decide_approvalrequest).
 

@@ -451,6 +451,8 @@ def test_every_endpoint_has_an_access_case():
         *WEBHOOK_OPS,
         *BUDGET_OPS,
         *POLICY_OPS,
+        # A stream without end: the same visibility as events-list (tests/waiting/test_stream.py).
+        ("get", "/api/events/stream/"),
     }
     public = {"/api/schema/", "/api/docs/"}
     missing = [

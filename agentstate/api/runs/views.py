@@ -27,7 +27,7 @@ from rest_framework.response import Response
 
 from agentstate.exceptions import ApprovalRequestNotFound
 from agentstate.models import ApprovalRequest
-from agentstate.services import approvals, runs
+from agentstate.services import approvals, runs, waiting
 from agentstate.types import Reach, Records
 from agentstate.validation import check_run_id
 
@@ -35,7 +35,8 @@ from ..access import reach, require, visible_requests
 from ..base import AgentStateAPIView, represent
 from ..fields import RUN_ID_PATTERN
 from ..ids import path_id
-from ..schema import PAGES, documented
+from ..schema import PAGES, WAIT, documented
+from ..waiting import Waiting, wait_param
 from . import serializers as s
 
 if TYPE_CHECKING:
@@ -78,9 +79,26 @@ class RunsView(AgentStateAPIView):
 
 
 class RunView(RunAPIView):
-    @documented(parameters=[RUN_ID], responses=s.RunSerializer, operation_id="runs_get")
+    @documented(parameters=[RUN_ID, WAIT], responses=s.RunSerializer, operation_id="runs_get")
     def get(self, request: Request, run_id: str) -> Response:
-        return Response(runs.to_json(run_id, reach=viewing(request.user)))
+        wait = wait_param(request)
+        user = request.user
+        if wait is None:
+            return Response(runs.to_json(run_id, reach=viewing(user)))
+
+        def read() -> tuple[dict[str, Any], Any]:
+            answer = runs.to_json(run_id, reach=viewing(user))
+            requests, again = waiting.run_state(_requests(user), run_id)
+            return answer, ((answer["approvals"], requests), again)
+
+        _, (before, _) = read()  # a run the caller may not see: 404 at once
+        return Waiting(
+            waiting.run_check(read, before),
+            waiting.run_notice(run_id),
+            wait,
+            lambda answer: answer,
+            key=("run", user.pk, run_id),
+        )
 
     @documented(
         parameters=[RUN_ID],
@@ -237,16 +255,29 @@ def request_id(text: str) -> int:
 
 class ApprovalRequestView(AgentStateAPIView):
     @documented(
-        parameters=[REQUEST_ID],
+        parameters=[REQUEST_ID, WAIT],
         responses=s.ApprovalRequestSerializer,
         operation_id="approval_requests_get",
     )
     def get(self, request: Request, id: str) -> Response:  # the documented path parameter
-        reviewer = reach(request.user, "view_approvalrequest", "decide_approvalrequest")
-        found = approvals.approval_request(request_id(id), reach=reviewer)
-        if found is None:
-            raise ApprovalRequestNotFound.of(id=id)
-        return Response(represent(s.ApprovalRequestSerializer, found))
+        wait = wait_param(request)
+        pk = request_id(id)
+        if wait is None:
+            reviewer = reach(request.user, "view_approvalrequest", "decide_approvalrequest")
+            found = approvals.approval_request(pk, reach=reviewer)
+            if found is None:
+                raise ApprovalRequestNotFound.of(id=id)
+            return Response(represent(s.ApprovalRequestSerializer, found))
+
+        def answer(found: ApprovalRequest | None) -> Any:
+            if found is None:
+                raise ApprovalRequestNotFound.of(id=id)
+            return represent(s.ApprovalRequestSerializer, found)
+
+        check = waiting.request_check(_requests(request.user), pk)
+        return Waiting(
+            check, waiting.request_notice(pk), wait, answer, key=("request", request.user.pk, pk)
+        )
 
 
 class DecideView(AgentStateAPIView):

@@ -1,0 +1,59 @@
+-- The event feed: what lets a follower hand out events exactly once in id
+-- order (agentstate.backends.feed), and the NOTIFY that wakes waiters.
+--
+-- agentstate_event_drawn: before a transaction draws its first event id, it
+-- reads the sequence's last value V and takes a shared advisory lock keyed
+-- by V (modulo 2^31), held until it commits or rolls back; only then is the
+-- id drawn (the identity's own draw is replaced), so every id it writes is
+-- above V. agentstate_feed_bound: the sequence's last value first, then the
+-- locks held: ids below the answer are settled (none below it can still
+-- appear), as of any snapshot taken after it; the feed reads its page in the
+-- next statement. agentstate_event_notify: one NOTIFY per event, in the
+-- event's own transaction (sent on commit; never for a change rolled back).
+
+CREATE FUNCTION agentstate_event_drawn() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    drawn bigint;
+BEGIN
+    IF coalesce(current_setting('agentstate.feed_lock', true), '') = '' THEN
+        SELECT last_value INTO drawn FROM agentstate_event_id_seq;
+        PERFORM pg_advisory_xact_lock_shared(1634038643, (drawn % 2147483648)::integer);
+        PERFORM set_config('agentstate.feed_lock', drawn::text, true);
+    END IF;
+    NEW.id := nextval('agentstate_event_id_seq');
+    RETURN NEW;
+END $$;
+
+CREATE TRIGGER agentstate_event_drawn BEFORE INSERT ON agentstate_event
+FOR EACH ROW EXECUTE FUNCTION agentstate_event_drawn();
+
+CREATE FUNCTION agentstate_feed_bound() RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    drawn bigint;
+    held bigint;
+BEGIN
+    SELECT last_value INTO drawn FROM agentstate_event_id_seq;
+    SELECT min(drawn - ((drawn - l.objid::bigint) % 2147483648 + 2147483648) % 2147483648)
+    INTO held
+    FROM pg_locks l
+    WHERE l.locktype = 'advisory' AND l.classid = 1634038643 AND l.objsubid = 2
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database());
+    RETURN least(drawn, held) + 1;
+END $$;
+
+CREATE FUNCTION agentstate_event_notify() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('agentstate_events', json_build_object(
+        'id', e.id, 'kind', e.kind, 'object_type', e.object_type, 'object_id', e.object_id,
+        'run_id', CASE WHEN e.object_type = 'run' THEN e.object_id
+                       ELSE e.details ->> 'run_id' END)::text)
+    FROM new_events e;
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER agentstate_event_notify AFTER INSERT ON agentstate_event
+REFERENCING NEW TABLE AS new_events
+FOR EACH STATEMENT EXECUTE FUNCTION agentstate_event_notify();

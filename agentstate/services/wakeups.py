@@ -1,0 +1,269 @@
+"""Wake-ups of waiters: one listener per process, whatever the number of waiters.
+
+A waiter (a long-poll, an event stream, ``approvals.await_decision``) holds no
+thread and no database connection while it waits: it registers a ``Waiter``
+with the ``Hub`` of its event loop and sleeps on an ``asyncio.Event``. The hub
+wakes the waiters a new event concerns:
+
+- on PostgreSQL, from one ``LISTEN agentstate_events`` connection (psycopg's
+  async connection), the NOTIFY of each event being sent in the event's own
+  transaction (a trigger), so it arrives after the commit and never for a
+  change rolled back;
+- elsewhere (or while that connection is down), by reading the event log
+  above the last id it saw, every ``POLL_SECONDS``: one poller, not one per
+  waiter.
+
+What a waiter then reads from the database (and the first reading of a
+waiting request, authentication included) runs on one thread of its own
+with one connection (``run``), so that a process's waiters never hold more
+than two connections: the listener's and that one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from django.db import DatabaseError, connections
+
+from agentstate.backends.feed import settled
+from agentstate.conf import agentstate_settings
+from agentstate.models import Event
+
+logger = logging.getLogger(__name__)
+
+CHANNEL = "agentstate_events"
+POLL_SECONDS = 0.5
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Notice:
+    """What a waiter learns of one new event (no query needed to tell whether it matters)."""
+
+    id: int
+    kind: str
+    object_type: str
+    object_id: str
+    run_id: str | None
+
+    @classmethod
+    def of(cls, payload: dict[str, Any]) -> Notice:
+        return cls(
+            int(payload["id"]),
+            str(payload["kind"]),
+            str(payload["object_type"]),
+            str(payload["object_id"]),
+            payload.get("run_id"),
+        )
+
+
+# A notice that matches every waiter: something may have been missed (a lost connection).
+ANYTHING = None
+
+
+@dataclass(eq=False)
+class Waiter:
+    wants: Callable[[Notice], bool]
+    woken: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def sleep(self, seconds: float) -> bool:
+        """Sleep until woken or ``seconds`` pass; whether it was woken. Re-armed."""
+        if seconds > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.woken.wait(), seconds)
+        woken = self.woken.is_set()
+        self.woken.clear()
+        return woken
+
+
+# The one thread (and so one connection) on which waiters read the database.
+_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentstate-waiters")
+
+
+def _in_waiters_thread(func: Callable[..., T], *args: Any) -> T:
+    """Run ``func`` on the waiters' connection, kept open between calls (unless broken)."""
+    for conn in connections.all(initialized_only=True):
+        conn.close_if_unusable_or_obsolete()
+    try:
+        return func(*args)
+    finally:
+        for conn in connections.all(initialized_only=True):
+            # The site's CONN_MAX_AGE is for request threads; this one thread keeps it.
+            if conn.connection is not None:
+                conn.close_at = None
+
+
+# Reads queued and not yet started, by key: a waiter asking the same read joins it.
+_queued: dict[Any, asyncio.Future[Any]] = {}
+
+
+async def run(func: Callable[..., T], *args: Any, key: Any = None) -> T:
+    """``func(*args)`` on the waiters' thread, awaited. The caller's context variables
+    are not copied: every waiter shares that thread's one connection.
+
+    With a ``key``, a call while another of the same key is queued and not yet
+    started shares its answer (fifty waiters woken for one request read it once)."""
+    loop = asyncio.get_running_loop()
+    if key is None:
+        return await loop.run_in_executor(_executor, _in_waiters_thread, func, *args)
+    queued = _queued.get(key)
+    if queued is not None and queued.get_loop() is loop:
+        return await asyncio.shield(queued)
+
+    def started() -> T:
+        # Run on the loop after ``future`` is bound (the loop runs it later).
+        loop.call_soon_threadsafe(lambda: _forget(key, future))
+        return _in_waiters_thread(func, *args)
+
+    future = loop.run_in_executor(_executor, started)
+    _queued[key] = future
+    try:
+        return await asyncio.shield(future)
+    finally:
+        _forget(key, future)
+
+
+def _forget(key: Any, future: asyncio.Future[Any]) -> None:
+    if _queued.get(key) is future:
+        del _queued[key]
+
+
+def latest_id(alias: str = "default") -> int:
+    last = Event.objects.using(alias).order_by("-pk").values_list("pk", flat=True).first()
+    return last or 0
+
+
+def _notices_after(after: int) -> list[Notice]:
+    rows = Event.objects.filter(settled(after)).order_by("pk")[:1000]
+    return [
+        Notice(
+            e.pk,
+            e.kind,
+            e.object_type,
+            e.object_id,
+            e.object_id if e.object_type == "run" else (e.details or {}).get("run_id"),
+        )
+        for e in rows.only("pk", "kind", "object_type", "object_id", "details")
+    ]
+
+
+class Hub:
+    """The waiters of one event loop and what wakes them."""
+
+    def __init__(self) -> None:
+        self.waiters: set[Waiter] = set()
+        self.task: asyncio.Task[None] | None = None
+        self.listening = False
+
+    @contextlib.contextmanager
+    def waiter(self, wants: Callable[[Notice], bool]) -> Iterator[Waiter]:
+        waiter = Waiter(wants)
+        self.waiters.add(waiter)
+        self._start()
+        try:
+            yield waiter
+        finally:
+            self.waiters.discard(waiter)
+
+    def dispatch(self, notice: Notice | None) -> None:
+        for waiter in list(self.waiters):
+            if notice is ANYTHING or waiter.wants(notice):
+                waiter.woken.set()
+
+    def _start(self) -> None:
+        if self.task is None or self.task.done():
+            self.task = asyncio.get_running_loop().create_task(self._watch())
+
+    async def _watch(self) -> None:
+        last = await run(latest_id)
+        # What committed before ``last`` was read and after a waiter's first check:
+        # every waiter looks again.
+        self.dispatch(ANYTHING)
+        while True:
+            if listens():
+                try:
+                    await self._listen()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # noqa: BLE001 - poll until LISTEN works again
+                    logger.warning("LISTEN %s failed; polling", CHANNEL, exc_info=True)
+                self.listening = False
+            # Poll (other databases; PostgreSQL until it listens again).
+            deadline = asyncio.get_running_loop().time() + 5
+            while True:
+                try:
+                    for notice in await run(_notices_after, last):
+                        last = max(last, notice.id)
+                        self.dispatch(notice)
+                except DatabaseError:
+                    logger.warning("polling the event log failed", exc_info=True)
+                await asyncio.sleep(POLL_SECONDS)
+                if listens() and asyncio.get_running_loop().time() > deadline:
+                    break
+
+    async def _listen(self) -> None:
+        import psycopg
+
+        conn = await psycopg.AsyncConnection.connect(listen_conninfo(), autocommit=True)
+        try:
+            await conn.execute(f"LISTEN {CHANNEL}")
+            self.listening = True
+            # Whatever committed before LISTEN took effect: every waiter looks again.
+            self.dispatch(ANYTHING)
+            async for note in conn.notifies():
+                notice: Notice | None
+                try:
+                    notice = Notice.of(json.loads(note.payload))
+                except (ValueError, KeyError, TypeError):
+                    notice = ANYTHING
+                self.dispatch(notice)
+        finally:
+            await conn.close()
+
+
+def listens() -> bool:
+    """Whether this process's waiters are woken by LISTEN (PostgreSQL, ``LISTEN`` on)."""
+    return connections["default"].vendor == "postgresql" and bool(agentstate_settings.LISTEN)
+
+
+def listen_conninfo(alias: str = "default") -> str:
+    """The libpq connection string of the site's database, for the listener."""
+    from psycopg.conninfo import make_conninfo
+
+    params = connections[alias].get_connection_params()
+    keep = {
+        key: value
+        for key, value in params.items()
+        if key not in ("context", "cursor_factory", "prepare_threshold", "server_side_binding")
+        and value not in (None, "")
+    }
+    return make_conninfo(**keep)
+
+
+_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Hub] = weakref.WeakKeyDictionary()
+_lock = threading.Lock()
+
+
+def hub() -> Hub:
+    """The hub of the running event loop (one per process under an ASGI server)."""
+    loop = asyncio.get_running_loop()
+    with _lock:
+        found = _hubs.get(loop)
+        if found is None:
+            found = _hubs[loop] = Hub()
+        return found
+
+
+def close_connections() -> None:
+    """Close the waiters' connection (it opens again when next needed): before a
+    test database is dropped, or a fork."""
+    _executor.submit(connections.close_all).result()
