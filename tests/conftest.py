@@ -39,7 +39,7 @@ from rest_framework.test import APIClient
 ROOT = Path(__file__).resolve().parent.parent
 
 # Kinds that start servers, workers, clusters or many threads: seconds a test.
-SLOW = {"concurrency", "contract", "faults", "site"}
+SLOW = {"concurrency", "contract", "faults", "site", "waiting"}
 
 
 def kind(item: pytest.Item) -> str:
