@@ -16,7 +16,9 @@ from .servers import Uvicorn, call
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif("connection.vendor != 'postgresql'", reason="pg_stat_activity"),
+    # connections counted in pg_stat_activity, of a direct connection
+    pytest.mark.postgres_only,
+    pytest.mark.direct_only,
 ]
 
 WAITERS = 500
