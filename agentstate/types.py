@@ -91,3 +91,10 @@ def arguments_digest(arguments: Any) -> str:
 
 # Who the records and events name as having decided a request at its rule's deadline.
 RULE_ACTOR = "rule:%s"
+
+# What a check of one call answers: approved (``True``, ``False``, ``None``:
+# pending) and why not, when the reason is worth saying (``"arguments_changed"``).
+Verdict = tuple[bool | None, str | None]
+
+# Why a call approved for other arguments answers not approved.
+ARGUMENTS_CHANGED = "arguments_changed"

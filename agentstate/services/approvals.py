@@ -162,8 +162,16 @@ def decide(
     as ``approved_arguments`` when it differs from them (``None`` or the filed
     arguments: no edit). Refused with ``AlreadyDecided`` when it is approved or
     rejected already, ``ApprovalRequestExpired`` when it is expired or pending for
-    longer than ``APPROVAL_TTL``. Writes the run's approval record (per call, or for
-    every call with ``always``) in the same transaction.
+    longer than ``APPROVAL_TTL`` (or past its rule's deadline, decided by the sweep or
+    not). Writes the run's approval record (per call, or for every call with
+    ``always``) in the same transaction.
+
+    Under the request's rule (copied when it was filed): ``SelfApproval`` for the
+    run's creator unless the rule allows it, ``NotAReviewer`` outside its reviewers
+    (and its escalation group once due); each decision is a vote, ``AlreadyVoted``
+    for a second one; an approve leaves the request pending until
+    ``approvals_required`` reviewers approved the same arguments (an edit starts
+    the count for the edited ones), a reject decides at once.
     """
     if decision not in DECISIONS:
         raise BadInput("decision must be 'approve' or 'reject'.", field="decision")
@@ -186,10 +194,8 @@ def decide(
         acting(by),
     )
     decided = changed.value
-    decided.decided_by = runs.real_user(by)
-    records_changed, request_decided = changed.events
-    events.announce([records_changed], Run, decided.run)
-    events.announce([request_decided], ApprovalRequest, decided)
+    decided.decided_by = runs.real_user(by) if decided.decided_by_id is not None else None
+    _announce(changed.events, decided)
     return decided
 
 

@@ -71,6 +71,7 @@ class SweepOperations(Operations):
         due = list(
             self.rows(ApprovalRequest)
             .pending()
+            .filter(deadline__isnull=True)
             .older_than(approval_ttl)
             .select_for_update(skip_locked=True, of=("self",))
             .order_by("created_at")

@@ -453,8 +453,8 @@ END $$;
 -- the request's, whose status is then read as it is (a racing decision
 -- committed meanwhile is seen: AlreadyDecided).
 -- p_arguments (NULL: none) is what the reviewer approved instead of the filed
--- arguments, kept as approved_arguments unless it equals them; p_digest is the
--- digest of what is approved (the edited arguments, else the filed ones).
+-- arguments, kept as approved_arguments unless it equals them; p_digest is its
+-- digest (NULL: the filed arguments', the request's arguments_digest).
 -- Separation of duties first: the run's creator unless the request allows it
 -- (SelfApproval); outside its reviewers, and its escalation group once due
 -- (NotAReviewer). A request filed under a rule past its deadline is Expired
@@ -474,6 +474,7 @@ DECLARE
     voted jsonb;
     edited jsonb;
     approvals integer;
+    digest text;
 BEGIN
     SELECT r.* INTO rn FROM agentstate_run r
     WHERE r.id = (SELECT q.run_id FROM agentstate_approvalrequest q WHERE q.id = p_id) FOR UPDATE;
@@ -501,6 +502,7 @@ BEGIN
     IF p_arguments IS DISTINCT FROM req.arguments THEN
         edited := p_arguments;
     END IF;
+    digest := coalesce(p_digest, req.arguments_digest);
     IF req.rule_id IS NOT NULL THEN
         IF EXISTS (SELECT FROM agentstate_vote v WHERE v.request_id = req.id AND v.by_id = p_user)
         THEN
@@ -509,14 +511,14 @@ BEGIN
         INSERT INTO agentstate_vote (request_id, by_id, decision, arguments, arguments_digest,
                                      reason, at)
         VALUES (req.id, p_user, CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
-                coalesce(edited, req.arguments), p_digest, p_reason, statement_timestamp());
+                coalesce(edited, req.arguments), digest, p_reason, statement_timestamp());
         SELECT count(*) INTO approvals FROM agentstate_vote v
-        WHERE v.request_id = req.id AND v.decision = 'approve' AND v.arguments_digest = p_digest;
+        WHERE v.request_id = req.id AND v.decision = 'approve' AND v.arguments_digest = digest;
         voted := agentstate_record('approval.voted', 'approvalrequest', req.id::text, p_user,
             p_actor, req.created_by_id, '', jsonb_build_object(
                 'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id,
                 'decision', CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
-                'arguments_digest', p_digest, 'reason', p_reason,
+                'arguments_digest', digest, 'reason', p_reason,
                 'approvals', approvals, 'approvals_required', req.approvals_required));
         IF p_approve AND approvals < req.approvals_required THEN
             RETURN jsonb_build_object(
@@ -530,7 +532,7 @@ BEGIN
     SET status = CASE WHEN p_approve THEN 'approved' ELSE 'rejected' END, always = p_always,
         decided_by_id = p_user, reason = p_reason, decided_at = statement_timestamp(),
         approved_arguments = edited,
-        arguments_digest = CASE WHEN p_approve THEN p_digest ELSE arguments_digest END
+        arguments_digest = CASE WHEN p_approve THEN digest ELSE req.arguments_digest END
     WHERE id = req.id
     RETURNING * INTO req;
     decided := agentstate_record('approval.decided', 'approvalrequest', req.id::text, p_user,
