@@ -79,9 +79,7 @@ class ApprovalRequestQuerySet(models.QuerySet):
             | Q(reviewers__in=groups)
             | Q(escalate_at__lte=Now(), escalate_to__in=groups)
         )
-        return self.filter(reviewer).exclude(
-            Q(allow_self_approval=False, run__created_by=user)
-        )
+        return self.filter(reviewer).exclude(Q(allow_self_approval=False, run__created_by=user))
 
     def older_than(self, age: timedelta) -> Self:
         """Created more than ``age`` (a timedelta) ago by the database clock."""

@@ -33,7 +33,7 @@ from agentstate import events
 from agentstate.backends import backend
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import ApprovalRequestNotFound, BadInput, PolicyNotFound
-from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run
+from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run, Vote
 from agentstate.models.querysets import current_status, past_ttl
 from agentstate.policies import DECIDED_BY_POLICY
 from agentstate.policies import active as in_force
@@ -51,12 +51,14 @@ __all__ = [
     "DECIDED_BY_RECORDS",
     "DECISIONS",
     "create_policy",
+    "deadline_of",
     "decide",
     "ensure_request",
     "in_status",
     "policies",
     "request_approval",
     "revoke_policy",
+    "votes_of",
     "with_current_status",
 ]
 
@@ -74,6 +76,25 @@ def with_current_status(requests: QuerySet[ApprovalRequest]) -> QuerySet[Approva
     before the sweep has run.
     """
     return requests.annotate(current_status=current_status(agentstate_settings.APPROVAL_TTL))
+
+
+def deadline_of(request: ApprovalRequest) -> datetime:
+    """When the request stops being pending: its rule's deadline, fixed at filing, or
+    (filed under no rule) its creation plus ``APPROVAL_TTL`` as it is now."""
+    if request.deadline is not None:
+        return request.deadline
+    return request.created_at + agentstate_settings.APPROVAL_TTL
+
+
+def votes_of(request: ApprovalRequest) -> list[Vote]:
+    """The request's votes in order, with who cast them (none when filed under no
+    rule: no query then); prefetched ones (``votes__by``) are taken as they are."""
+    if request.rule_id is None:
+        return []
+    prefetched = getattr(request, "_prefetched_objects_cache", {}).get("votes")
+    if prefetched is not None:
+        return list(prefetched)
+    return list(request.votes.select_related("by").order_by("at", "pk"))
 
 
 def in_status(status: str) -> Q:

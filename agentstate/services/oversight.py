@@ -105,9 +105,7 @@ def _checked(values: dict[str, Any]) -> dict[str, Any]:
             checked[name] = _seconds(value, name)
         elif name == "on_deadline":
             if value not in OnDeadline.values:
-                raise BadInput(
-                    "on_deadline must be 'expire', 'reject' or 'approve'.", field=name
-                )
+                raise BadInput("on_deadline must be 'expire', 'reject' or 'approve'.", field=name)
             checked[name] = value
         else:
             raise BadInput(f"Unknown field {name!r}.", field=name)

@@ -233,9 +233,7 @@ def verdict(
         digest = arguments_digest(arguments)
     elif digest is not None:
         check_digest(digest)
-    return backend().is_tool_approved(
-        run_id_of(run), tool_name, call_id, arguments, digest, reach
-    )
+    return backend().is_tool_approved(run_id_of(run), tool_name, call_id, arguments, digest, reach)
 
 
 def check_digest(digest: Any, field: str = "arguments_digest") -> str:

@@ -120,9 +120,7 @@ def apply_deadlines(store: Backend, size: int, progress: Progress | None = None)
         nonlocal reached
         changed = store.apply_deadlines(n)
         events.announce(changed.events, ApprovalRequest)
-        reached += sum(
-            e.kind in ("approval.expired", "approval.decided") for e in changed.events
-        )
+        reached += sum(e.kind in ("approval.expired", "approval.decided") for e in changed.events)
         return changed.value
 
     _in_batches(batch, size, "approval deadlines", progress)

@@ -11,9 +11,10 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentstate.models import KEY_LENGTH, ApprovalPolicy, ApprovalRequest
+from agentstate.models import KEY_LENGTH, ApprovalPolicy, ApprovalRequest, Vote
+from agentstate.services import approvals
 from agentstate.services.budgets import COUNTERS
-from agentstate.services.runs import MAX_INCREMENT
+from agentstate.services.runs import DIGEST, MAX_INCREMENT
 
 from ..fields import (
     TEXT_PATTERN,
@@ -103,9 +104,29 @@ class UsageRequest(StrictSerializer):
     reasoning_tokens = _count("Default 0.")
 
 
+class DigestField(StrictCharField):
+    """A SHA-256 in lowercase hex: the canonical JSON of a call's arguments."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_length", 64)
+        kwargs.setdefault("max_length", 64)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if not DIGEST.fullmatch(value):
+            raise serializers.ValidationError("Must be a SHA-256 in lowercase hex.", code="invalid")
+        return value
+
+
 class ApprovalQuery(QuerySerializer):
     tool_name = KeyField(required=False)
     call_id = KeyField(required=False)
+    arguments_digest = DigestField(
+        required=False,
+        help_text="With tool_name and call_id: approved only for these arguments"
+        " (else false, reason arguments_changed).",
+    )
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         if ("tool_name" in data) != ("call_id" in data):
@@ -113,7 +134,25 @@ class ApprovalQuery(QuerySerializer):
             raise serializers.ValidationError(
                 {missing: ["Give both tool_name and call_id, or neither."]}
             )
+        if "arguments_digest" in data and "call_id" not in data:
+            raise serializers.ValidationError(
+                {"tool_name": ["arguments_digest takes tool_name and call_id."]}
+            )
         return data
+
+
+class ConsumeRequest(StrictSerializer):
+    tool_name = KeyField()
+    call_id = KeyField()
+    arguments_digest = DigestField(help_text="The digest of the arguments about to run.")
+
+
+class ConsumeSerializer(serializers.Serializer):
+    tool_name = serializers.CharField()
+    call_id = serializers.CharField()
+    arguments_digest = serializers.CharField()
+    consumed_at = serializers.DateTimeField()
+    request = serializers.IntegerField(help_text="The approval request's id.")
 
 
 class ApprovalCheck(serializers.Serializer):
@@ -121,6 +160,9 @@ class ApprovalCheck(serializers.Serializer):
     call_id = serializers.CharField()
     approved = serializers.BooleanField(
         allow_null=True, help_text="true, false, or null while pending."
+    )
+    reason = serializers.CharField(
+        required=False, help_text="arguments_changed: approved for other arguments."
     )
 
 
@@ -168,6 +210,18 @@ class DecideRequest(StrictSerializer):
         return data
 
 
+class VoteSerializer(serializers.Serializer):
+    by = serializers.SerializerMethodField()
+    decision = serializers.CharField()
+    arguments_digest = serializers.CharField()
+    reason = serializers.CharField()
+    at = serializers.DateTimeField()
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_by(self, vote: Vote) -> str | None:
+        return None if vote.by is None else vote.by.get_username()
+
+
 class ApprovalRequestSerializer(serializers.ModelSerializer):
     """A request as REST shows it; a pending one past ``APPROVAL_TTL`` reads ``expired``."""
 
@@ -186,6 +240,8 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="What the reviewer approved instead of the filed arguments, or null.",
     )
+    deadline = serializers.SerializerMethodField()
+    votes = serializers.SerializerMethodField()
 
     class Meta:
         model = ApprovalRequest
@@ -202,8 +258,21 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
             "policy",
             "approved_arguments",
             "created_at",
+            "approvals_required",
+            "votes",
+            "deadline",
+            "arguments_digest",
         )
         read_only_fields = fields
+
+    @extend_schema_field(serializers.DateTimeField())
+    def get_deadline(self, request: ApprovalRequest) -> str:
+        field = serializers.DateTimeField()
+        return field.to_representation(approvals.deadline_of(request))
+
+    @extend_schema_field(VoteSerializer(many=True))
+    def get_votes(self, request: ApprovalRequest) -> list[dict[str, Any]]:
+        return VoteSerializer(approvals.votes_of(request), many=True).data
 
     @extend_schema_field(serializers.ChoiceField(choices=ApprovalRequest.Status.values))
     def get_status(self, request: ApprovalRequest) -> str:
