@@ -52,6 +52,7 @@ __all__ = [
     "DECISIONS",
     "create_policy",
     "deadline_of",
+    "decidable_by",
     "decide",
     "ensure_request",
     "in_status",
@@ -95,6 +96,16 @@ def votes_of(request: ApprovalRequest) -> list[Vote]:
     if prefetched is not None:
         return list(prefetched)
     return list(request.votes.select_related("by").order_by("at", "pk"))
+
+
+def decidable_by(user: Any) -> QuerySet[ApprovalRequest]:
+    """The requests ``user`` may decide by their rules (reviewers, escalation, no
+    self-approval); none for a user without ``decide_approvalrequest``."""
+    if not getattr(user, "is_authenticated", False) or not user.has_perm(
+        "agentstate.decide_approvalrequest"
+    ):
+        return ApprovalRequest.objects.none()
+    return ApprovalRequest.objects.decidable_by(user)
 
 
 def in_status(status: str) -> Q:
