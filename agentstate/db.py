@@ -173,6 +173,5 @@ def group_membership() -> list[str] | None:
         field = get_user_model()._meta.get_field("groups")
     except FieldDoesNotExist:  # a user model without PermissionsMixin
         return None
-    if not isinstance(field, models.ManyToManyField):
-        return None
-    return [field.m2m_db_table(), field.m2m_column_name(), field.m2m_reverse_name()]
+    groups = cast(models.ManyToManyField, field)
+    return [groups.m2m_db_table(), groups.m2m_column_name(), groups.m2m_reverse_name()]

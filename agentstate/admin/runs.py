@@ -102,7 +102,7 @@ class MineToDecideFilter(admin.SimpleListFilter):
     parameter_name = "yours"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[Any, str]]:
-        return [("1", _("Yes")), ("0", _("No"))]
+        return [("1", str(_("Yes"))), ("0", str(_("No")))]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
         if self.value() in ("0", "1"):

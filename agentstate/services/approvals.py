@@ -227,7 +227,9 @@ def decide(
     )
     decided = changed.value
     decided.decided_by = runs.real_user(by) if decided.decided_by_id is not None else None
-    _announce(changed.events, decided)
+    # The run's record first, then the request's own (its vote, its decision).
+    events.announce([e for e in changed.events if e.object_type == "run"], Run, decided.run)
+    events.announce([e for e in changed.events if e.object_type != "run"], ApprovalRequest, decided)
     return decided
 
 

@@ -271,7 +271,7 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
         return field.to_representation(approvals.deadline_of(request))
 
     @extend_schema_field(VoteSerializer(many=True))
-    def get_votes(self, request: ApprovalRequest) -> list[dict[str, Any]]:
+    def get_votes(self, request: ApprovalRequest) -> Any:
         return VoteSerializer(approvals.votes_of(request), many=True).data
 
     @extend_schema_field(serializers.ChoiceField(choices=ApprovalRequest.Status.values))

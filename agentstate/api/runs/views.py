@@ -16,7 +16,8 @@ changed in one round trip, and the response is built from what it returned.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
@@ -170,7 +171,9 @@ class ConsumeView(RunAPIView):
                 "tool_name": used.tool_name,
                 "call_id": used.call_id,
                 "arguments_digest": used.arguments_digest,
-                "consumed_at": serializers.DateTimeField().to_representation(used.consumed_at),
+                "consumed_at": serializers.DateTimeField().to_representation(
+                    cast(datetime, used.consumed_at)
+                ),
                 "request": used.pk,
             }
         )

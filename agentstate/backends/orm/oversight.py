@@ -7,8 +7,8 @@ every change of a run's requests); filing, deciding and checking are its
 functions' (``sql/30_runs.sql``), stated here for the ORM backend by the same rules.
 """
 
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, cast
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
@@ -150,7 +150,7 @@ class OversightOperations(Operations):
                 "tool_name": tool_name,
                 "call_id": call_id,
                 "arguments_digest": digest,
-                "consumed_at": events.json_time(request.consumed_at),
+                "consumed_at": events.json_time(cast(datetime, request.consumed_at)),
             },
         )
         events.save(self.alias, [event])
@@ -241,6 +241,8 @@ class OversightOperations(Operations):
     def _apply_deadline(self, pk: int) -> list[Event]:
         """One request's due steps, under its run's row lock then its own, each once."""
         run_pk = self.rows(ApprovalRequest).filter(pk=pk).values_list("run_id", flat=True).first()
+        if run_pk is None:
+            return []
         run = self.rows(Run).select_for_update().filter(pk=run_pk).first()
         request = (
             self.rows(ApprovalRequest)
@@ -251,7 +253,7 @@ class OversightOperations(Operations):
         )
         if run is None or request is None or request.deadline is None:
             return []
-        now = request.now  # type: ignore[attr-defined]
+        now = request.now
         details = {"run_id": run.run_id, "tool_name": request.tool_name, "call_id": request.call_id}
         rule_actor = Actor(None, RULE_ACTOR % request.rule_id) if request.rule_id else SWEEPER
         written: list[Event] = []
