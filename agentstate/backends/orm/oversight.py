@@ -54,6 +54,25 @@ def rule_values(rule: ApprovalRule) -> dict[str, Any]:
     return {name: getattr(rule, name) for name in RULE_FIELDS}
 
 
+def request_event(
+    kind: str, request: ApprovalRequest, run: Run, by: Actor, **details: Any
+) -> Event:
+    """An event about ``request`` (of ``run``), its details naming the call."""
+    return events.new(
+        kind,
+        ApprovalRequest,
+        str(request.pk),
+        by,
+        created_by_id=request.created_by_id,
+        details={
+            "run_id": run.run_id,
+            "tool_name": request.tool_name,
+            "call_id": request.call_id,
+            **details,
+        },
+    )
+
+
 def seconds(value: int | None) -> timedelta | None:
     return None if value is None else timedelta(seconds=value)
 
@@ -139,19 +158,13 @@ class OversightOperations(Operations):
         request.save(using=self.alias, update_fields=["consumed_at"])
         request.refresh_from_db(using=self.alias, fields=["consumed_at"])
         request.run = run
-        event = events.new(
+        event = request_event(
             "approval.consumed",
-            ApprovalRequest,
-            str(request.pk),
+            request,
+            run,
             by,
-            created_by_id=request.created_by_id,
-            details={
-                "run_id": run.run_id,
-                "tool_name": tool_name,
-                "call_id": call_id,
-                "arguments_digest": digest,
-                "consumed_at": events.json_time(cast(datetime, request.consumed_at)),
-            },
+            arguments_digest=digest,
+            consumed_at=events.json_time(cast(datetime, request.consumed_at)),
         )
         events.save(self.alias, [event])
         return Changed(request, [event])
@@ -254,84 +267,63 @@ class OversightOperations(Operations):
         if run is None or request is None or request.deadline is None:
             return []
         now = request.now
-        details = {"run_id": run.run_id, "tool_name": request.tool_name, "call_id": request.call_id}
         rule_actor = Actor(None, RULE_ACTOR % request.rule_id) if request.rule_id else SWEEPER
         written: list[Event] = []
         updated: list[str] = []
-        recorded: Event | None = None
         if request.deadline <= now:
             if request.on_deadline == OnDeadline.EXPIRE:
                 request.status = Status.EXPIRED
-                written.append(
-                    events.new(
-                        "approval.expired",
-                        ApprovalRequest,
-                        str(pk),
-                        rule_actor,
-                        created_by_id=request.created_by_id,
-                        details=details,
-                    )
-                )
+                written.append(request_event("approval.expired", request, run, rule_actor))
                 updated.append("status")
             else:
                 approve = request.on_deadline == OnDeadline.APPROVE
                 reason = f"Decided at its deadline by approval rule {request.rule_id}."
-                recorded = self._deadline_decision(
-                    run, request.tool_name, request.call_id, approve, reason, rule_actor
+                written.append(
+                    self._deadline_decision(
+                        run, request.tool_name, request.call_id, approve, reason, rule_actor
+                    )
                 )
                 request.status = Status.APPROVED if approve else Status.REJECTED
                 request.decided_at, request.reason = now, reason
                 written.append(
-                    events.new(
+                    request_event(
                         "approval.decided",
-                        ApprovalRequest,
-                        str(pk),
+                        request,
+                        run,
                         rule_actor,
-                        created_by_id=request.created_by_id,
-                        details={
-                            **details,
-                            "decision": APPROVE if approve else REJECT,
-                            "always": False,
-                            "reason": reason,
-                            "rule": request.rule_id,
-                            "arguments_digest": request.arguments_digest,
-                        },
+                        decision=APPROVE if approve else REJECT,
+                        always=False,
+                        reason=reason,
+                        rule=request.rule_id,
+                        arguments_digest=request.arguments_digest,
                     )
                 )
                 updated += ["status", "decided_at", "reason"]
         else:
-            if request.remind_at is not None and request.remind_at <= now:
-                if request.reminded_at is None:
-                    request.reminded_at = now
-                    updated.append("reminded_at")
-                    written.append(
-                        events.new(
-                            "approval.expiring",
-                            ApprovalRequest,
-                            str(pk),
-                            SWEEPER,
-                            created_by_id=request.created_by_id,
-                            details={**details, "deadline": events.json_time(request.deadline)},
-                        )
+            if _due(request.remind_at, request.reminded_at, now):
+                request.reminded_at = now
+                updated.append("reminded_at")
+                deadline = events.json_time(request.deadline)
+                written.append(
+                    request_event("approval.expiring", request, run, SWEEPER, deadline=deadline)
+                )
+            if _due(request.escalate_at, request.escalated_at, now):
+                request.escalated_at = now
+                updated.append("escalated_at")
+                written.append(
+                    request_event(
+                        "approval.escalated",
+                        request,
+                        run,
+                        SWEEPER,
+                        escalate_to=request.escalate_to_id,
                     )
-            if request.escalate_at is not None and request.escalate_at <= now:
-                if request.escalated_at is None:
-                    request.escalated_at = now
-                    updated.append("escalated_at")
-                    written.append(
-                        events.new(
-                            "approval.escalated",
-                            ApprovalRequest,
-                            str(pk),
-                            SWEEPER,
-                            created_by_id=request.created_by_id,
-                            details={**details, "escalate_to": request.escalate_to_id},
-                        )
-                    )
+                )
         if updated:
             request.save(using=self.alias, update_fields=updated)
-        saved = events.save(self.alias, written) if written else []
-        return [recorded, *saved] if recorded is not None else saved
+        # The record's event is saved already (by the decision); the others here.
+        saved = [e for e in written if e.pk is not None]
+        return saved + events.save(self.alias, [e for e in written if e.pk is None])
 
     def _deadline_decision(
         self, run: Run, tool_name: str, call_id: str, approve: bool, reason: str, by: Actor
@@ -339,3 +331,8 @@ class OversightOperations(Operations):
         """Write the run's record of a call decided at its deadline (the run's row
         locked); returns its ``approvals.changed`` event, saved."""
         raise NotImplementedError
+
+
+def _due(at: datetime | None, done: datetime | None, now: datetime) -> bool:
+    """A step at ``at`` not ``done`` yet that is due by ``now``."""
+    return at is not None and done is None and at <= now

@@ -48,7 +48,7 @@ from agentstate.records import (
 from agentstate.types import ARGUMENTS_CHANGED, Actor, Reach, Records, Verdict, arguments_digest
 
 from .budgets import COUNTERS, refuse_past_caps, roll_over, with_period_bounds
-from .oversight import OversightOperations
+from .oversight import OversightOperations, request_event
 from .policies import PolicyOperations
 
 # The largest total a usage column holds (a 64-bit integer).
@@ -563,22 +563,16 @@ class RunOperations(OversightOperations, PolicyOperations):
             reason=reason,
         )
         approvals = votes.filter(decision=APPROVE, arguments_digest=digest).count()
-        event = events.new(
+        event = request_event(
             "approval.voted",
-            ApprovalRequest,
-            str(request.pk),
+            request,
+            run,
             by,
-            created_by_id=request.created_by_id,
-            details={
-                "run_id": run.run_id,
-                "tool_name": request.tool_name,
-                "call_id": request.call_id,
-                "decision": decision,
-                "arguments_digest": digest,
-                "reason": reason,
-                "approvals": approvals,
-                "approvals_required": request.approvals_required,
-            },
+            decision=decision,
+            arguments_digest=digest,
+            reason=reason,
+            approvals=approvals,
+            approvals_required=request.approvals_required,
         )
         return event, approvals
 
