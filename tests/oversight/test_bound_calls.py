@@ -66,6 +66,7 @@ def test_rest_check_and_consume(run, api, alice):
     body["arguments_digest"] = good
     first = api.post(consume, body, format="json")
     assert first.status_code == 200 and first.json()["consumed_at"]
+    assert (first.json()["id"], first.json()["arguments_digest"]) == (request.pk, good)
     again = api.post(consume, body, format="json")
     assert (again.status_code, again.json()["code"]) == (409, "already_consumed")
     body["call_id"] = "c9"

@@ -147,14 +147,6 @@ class ConsumeRequest(StrictSerializer):
     arguments_digest = DigestField(help_text="The digest of the arguments about to run.")
 
 
-class ConsumeSerializer(serializers.Serializer):
-    tool_name = serializers.CharField()
-    call_id = serializers.CharField()
-    arguments_digest = serializers.CharField()
-    consumed_at = serializers.DateTimeField()
-    request = serializers.IntegerField(help_text="The approval request's id.")
-
-
 class ApprovalCheck(serializers.Serializer):
     tool_name = serializers.CharField()
     call_id = serializers.CharField()
@@ -288,3 +280,14 @@ class BudgetExceededSerializer(ErrorSerializer):
 
     budget = serializers.ChoiceField(choices=["run", "user"])
     counter = serializers.ChoiceField(choices=list(COUNTERS))
+
+
+class ConsumedSerializer(ApprovalRequestSerializer):
+    """The request whose approval was used, with when."""
+
+    consumed_at = serializers.DateTimeField(read_only=True)
+
+    class Meta:
+        model = ApprovalRequest
+        fields: tuple[str, ...] = (*ApprovalRequestSerializer.Meta.fields, "consumed_at")
+        read_only_fields = fields

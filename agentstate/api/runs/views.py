@@ -16,13 +16,12 @@ changed in one round trip, and the response is built from what it returned.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -153,7 +152,7 @@ class ConsumeView(RunAPIView):
     @documented(
         parameters=[RUN_ID],
         request=s.ConsumeRequest,
-        responses=s.ConsumeSerializer,
+        responses=s.ConsumedSerializer,
         operation_id="runs_approvals_consume",
     )
     def post(self, request: Request, run_id: str) -> Response:
@@ -166,17 +165,7 @@ class ConsumeView(RunAPIView):
             by=request.user,
             reach=changing(request.user),
         )
-        return Response(
-            {
-                "tool_name": used.tool_name,
-                "call_id": used.call_id,
-                "arguments_digest": used.arguments_digest,
-                "consumed_at": serializers.DateTimeField().to_representation(
-                    cast(datetime, used.consumed_at)
-                ),
-                "request": used.pk,
-            }
-        )
+        return Response(s.ConsumedSerializer(used).data)
 
 
 class ApprovalChangeView(RunAPIView):
