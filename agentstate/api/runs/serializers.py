@@ -202,6 +202,10 @@ class DecideRequest(StrictSerializer):
         return data
 
 
+# The fields a request filed under an approval rule adds to its REST form.
+OVERSIGHT_FIELDS = ("approvals_required", "votes", "deadline", "arguments_digest")
+
+
 class VoteSerializer(serializers.Serializer):
     by = serializers.SerializerMethodField()
     decision = serializers.CharField()
@@ -257,6 +261,15 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
         )
         read_only_fields = fields
 
+    def to_representation(self, instance: ApprovalRequest) -> Any:
+        """Oversight's fields (``OVERSIGHT_FIELDS``) are shown for a request filed
+        under an approval rule: one filed under none reads as it always has."""
+        data = super().to_representation(instance)
+        if instance.rule_id is None:
+            for name in OVERSIGHT_FIELDS:
+                data.pop(name, None)
+        return data
+
     @extend_schema_field(serializers.DateTimeField())
     def get_deadline(self, request: ApprovalRequest) -> str:
         field = serializers.DateTimeField()
@@ -286,6 +299,10 @@ class ConsumedSerializer(ApprovalRequestSerializer):
     """The request whose approval was used, with when."""
 
     consumed_at = serializers.DateTimeField(read_only=True)
+
+    def to_representation(self, instance: ApprovalRequest) -> Any:
+        """Every field, oversight's too: a use names the digest it used."""
+        return serializers.ModelSerializer.to_representation(self, instance)
 
     class Meta:
         model = ApprovalRequest
