@@ -853,7 +853,7 @@ def test_rules_are_read_by_reviewers_and_managed_with_change_approvalrule(
 
     rule = oversight.create_rule("tool")
     url = fill_path(path, {"id": rule.pk})
-    body = {"tool_name": "other"} if method == "post" else {"approvals_required": 2}
+    body = {"post": {"tool_name": "other"}, "patch": {"approvals_required": 2}}.get(method, {})
     rules_before = list(ApprovalRule.objects.values())
     events_before = Event.objects.count()
     refused = [alice, user(django_user_model, "runner", "change_run", "view_run")]
