@@ -202,6 +202,14 @@ class DecideRequest(StrictSerializer):
         return data
 
 
+@extend_schema_field(serializers.DateTimeField())
+class DeadlineField(serializers.Field):
+    """When the request stops being pending (``approvals.deadline_of``)."""
+
+    def to_representation(self, value: ApprovalRequest) -> Any:
+        return serializers.DateTimeField().to_representation(approvals.deadline_of(value))
+
+
 # The fields a request filed under an approval rule adds to its REST form.
 OVERSIGHT_FIELDS = ("approvals_required", "votes", "deadline", "arguments_digest")
 
@@ -216,6 +224,14 @@ class VoteSerializer(serializers.Serializer):
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_by(self, vote: Vote) -> str | None:
         return None if vote.by is None else vote.by.get_username()
+
+
+@extend_schema_field(VoteSerializer(many=True))
+class VotesField(serializers.Field):
+    """The request's votes, oldest first (``approvals.votes_of``)."""
+
+    def to_representation(self, value: ApprovalRequest) -> Any:
+        return VoteSerializer(approvals.votes_of(value), many=True).data
 
 
 class ApprovalRequestSerializer(serializers.ModelSerializer):
@@ -236,8 +252,17 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="What the reviewer approved instead of the filed arguments, or null.",
     )
-    deadline = serializers.SerializerMethodField()
-    votes = serializers.SerializerMethodField()
+    # Oversight's fields (OVERSIGHT_FIELDS): output only, and left out of the form of a
+    # request filed under no rule, so not required in the schema.
+    approvals_required = serializers.IntegerField(
+        required=False, help_text="Under a rule: distinct reviewers whose approval decides."
+    )
+    votes = VotesField(source="*", required=False)
+    deadline = DeadlineField(source="*", required=False)
+    arguments_digest = serializers.CharField(
+        required=False,
+        help_text="Under a rule: SHA-256 of the arguments as filed, then as approved.",
+    )
 
     class Meta:
         model = ApprovalRequest
@@ -269,15 +294,6 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
             for name in OVERSIGHT_FIELDS:
                 data.pop(name, None)
         return data
-
-    @extend_schema_field(serializers.DateTimeField())
-    def get_deadline(self, request: ApprovalRequest) -> str:
-        field = serializers.DateTimeField()
-        return field.to_representation(approvals.deadline_of(request))
-
-    @extend_schema_field(VoteSerializer(many=True))
-    def get_votes(self, request: ApprovalRequest) -> Any:
-        return VoteSerializer(approvals.votes_of(request), many=True).data
 
     @extend_schema_field(serializers.ChoiceField(choices=ApprovalRequest.Status.values))
     def get_status(self, request: ApprovalRequest) -> str:
