@@ -229,3 +229,17 @@ def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
 def _columns(model: type[models.Model]) -> dict[str, models.Field]:
     # A concrete field is one with a column.
     return {cast(str, field.column): field for field in model._meta.concrete_fields}
+
+
+def group_membership() -> list[str] | None:
+    """Where the site's user model keeps its groups: ``[table, user column, group
+    column]`` of the membership table, or ``None`` when it has no ``groups``."""
+    from django.contrib.auth import get_user_model
+    from django.core.exceptions import FieldDoesNotExist
+
+    try:
+        field = get_user_model()._meta.get_field("groups")
+    except FieldDoesNotExist:  # a user model without PermissionsMixin
+        return None
+    groups = cast(models.ManyToManyField, field)
+    return [groups.m2m_db_table(), groups.m2m_column_name(), groups.m2m_reverse_name()]

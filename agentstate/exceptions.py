@@ -246,6 +246,55 @@ class HistoryForked(Conflict):
     )
 
 
+class AlreadyVoted(Conflict):
+    code = "already_voted"
+    default_detail = "You already voted on this approval request."
+    template = "You already voted on approval request {id}."
+
+
+class AlreadyConsumed(Conflict):
+    code = "already_consumed"
+    default_detail = "The approval was already used."
+    template = "The approval of call {call_id!r} of {tool_name!r} was already used."
+
+
+class NotApproved(Conflict):
+    code = "not_approved"
+    default_detail = "The call is not approved."
+    template = "Call {call_id!r} of {tool_name!r} is not approved."
+
+
+class ArgumentsChanged(Conflict):
+    code = "arguments_changed"
+    default_detail = "The arguments differ from the approved ones."
+    template = "Call {call_id!r} of {tool_name!r} was approved with other arguments."
+
+
+class SelfApproval(AgentStateError):
+    status = 403
+    code = "self_approval"
+    default_detail = "You may not decide the approval requests of a run you created."
+
+
+class NotAReviewer(AgentStateError):
+    status = 403
+    code = "not_a_reviewer"
+    default_detail = "You are not a reviewer of this tool's approval requests."
+    template = "You are not a reviewer of {tool_name!r}'s approval requests."
+
+
+class RuleNotFound(NotFound):
+    code = "not_found"
+    default_detail = "Approval rule not found."
+    template = "Approval rule {rule_id} not found."
+
+
+class RuleExists(Conflict):
+    code = "rule_exists"
+    default_detail = "An approval rule for this tool already exists."
+    template = "An approval rule for {tool_name!r} already exists."
+
+
 class Expired(AgentStateError):
     status = 410
     code = "expired"

@@ -32,6 +32,11 @@ approvals_changed = Signal()
 budget_changed = Signal()
 policy_created = Signal()
 policy_revoked = Signal()
+approval_voted = Signal()
+approval_consumed = Signal()
+approval_expiring = Signal()
+approval_escalated = Signal()
+rule_changed = Signal()
 event_recorded = Signal()
 deliveries_written = Signal()
 
@@ -49,4 +54,11 @@ BY_KIND = {
     "budget.changed": budget_changed,
     "policy.created": policy_created,
     "policy.revoked": policy_revoked,
+    "approval.voted": approval_voted,
+    "approval.consumed": approval_consumed,
+    "approval.expiring": approval_expiring,
+    "approval.escalated": approval_escalated,
+    "rule.created": rule_changed,
+    "rule.changed": rule_changed,
+    "rule.deleted": rule_changed,
 }

@@ -8,6 +8,8 @@ are the backend interface's, in ``agentstate.backends.base``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -79,3 +81,21 @@ class StoredCheckpoint:
     metadata: dict[str, Any]
     blobs: list[tuple[str, str, bytes]]
     writes: list[tuple[str, str, str, bytes, str, int]]
+
+
+def arguments_digest(arguments: Any) -> str:
+    """The SHA-256 (hex) of ``arguments`` as canonical JSON: keys sorted, no spaces,
+    UTF-8 (non-ASCII characters as themselves). What binds an approval to a call."""
+    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# Who the records and events name as having decided a request at its rule's deadline.
+RULE_ACTOR = "rule:%s"
+
+# What a check of one call answers: approved (``True``, ``False``, ``None``:
+# pending) and why not, when the reason is worth saying (``"arguments_changed"``).
+Verdict = tuple[bool | None, str | None]
+
+# Why a call approved for other arguments answers not approved.
+ARGUMENTS_CHANGED = "arguments_changed"

@@ -5,6 +5,7 @@ from agentstate.admin import (
     context,  # noqa: F401
     events,  # noqa: F401
     langgraph,  # noqa: F401
+    oversight,  # noqa: F401
     pauses,  # noqa: F401
     policies,  # noqa: F401
     runs,  # noqa: F401

@@ -17,6 +17,7 @@ are read-only. Runs are read-only: usage, approval records, requests; holders
 of ``agentstate.change_budget`` edit the run's budget on its page.
 """
 
+import difflib
 import json
 from datetime import timedelta
 from typing import Any
@@ -25,7 +26,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.options import csrf_protect_m
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Case, IntegerField, QuerySet, Value, When
+from django.db.models import BooleanField, Case, IntegerField, Q, QuerySet, Value, When
 from django.db.models.expressions import Combinable
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import NoReverseMatch, reverse
@@ -39,7 +40,7 @@ from agentstate.admin.budgets import RunBudgetInline
 from agentstate.admin.pauses import _duration
 from agentstate.admin.policies import policy_link
 from agentstate.exceptions import AgentStateError, AlreadyDecided, ApprovalRequestExpired
-from agentstate.models import ApprovalPolicy, ApprovalRecord, ApprovalRequest, Run
+from agentstate.models import ApprovalPolicy, ApprovalRecord, ApprovalRequest, Event, Run
 from agentstate.policies import json_equal
 from agentstate.services import approvals, runs
 from agentstate.services.wakeups import latest_id
@@ -94,6 +95,22 @@ class CurrentStatusFilter(admin.SimpleListFilter):
         return queryset
 
 
+class MineToDecideFilter(admin.SimpleListFilter):
+    """The pending requests the viewing reviewer may decide (its rule's reviewers,
+    no self-approval), or those it may not."""
+
+    title = _("yours to decide")
+    parameter_name = "yours"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[Any, str]]:
+        return [("1", str(_("Yes"))), ("0", str(_("No")))]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet[Any]) -> QuerySet[Any]:
+        if self.value() in ("0", "1"):
+            return queryset.filter(yours=self.value() == "1")
+        return queryset
+
+
 @admin.register(ApprovalRequest)
 class ApprovalRequestAdmin(admin.ModelAdmin):
     change_form_template = "admin/agentstate/approvalrequest/change_form.html"
@@ -105,12 +122,14 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         "short_arguments",
         "age",
         "current_status",
+        "votes_count",
+        "actionable",
         "decided_by",
         "decided_at",
         "decided_by_policy",
     )
     list_display_links = ("id", "tool_name")
-    list_filter = (CurrentStatusFilter, "tool_name")
+    list_filter = (CurrentStatusFilter, MineToDecideFilter, "tool_name")
     search_fields = ("run__run_id", "tool_name", "call_id")
     list_select_related = ("run", "decided_by", "created_by", "policy")
     actions = tuple(ACTIONS)
@@ -129,7 +148,11 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         "decided_at",
         "decided_by_policy",
         "pretty_approved_arguments",
+        "arguments_diff",
         "reason",
+        "oversight",
+        "votes_so_far",
+        "audit_trail",
     )
 
     def changelist_view(self, request: HttpRequest, extra_context: dict | None = None) -> Any:
@@ -147,15 +170,22 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         return super().changelist_view(request, extra_context)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet:
-        """Annotated with ``current_status`` and ``queue`` (0 for pending), then ordered."""
+        """Annotated with ``current_status``, ``queue`` (0 for pending) and ``yours`` (the
+        viewing reviewer may decide it now), then ordered."""
         queryset = approvals.with_current_status(self.model._default_manager.get_queryset())
+        mine = approvals.decidable_by(request.user)
         queryset = queryset.annotate(
             queue=Case(
                 When(approvals.in_status(Status.PENDING), then=Value(0)),
                 default=Value(1),
                 output_field=IntegerField(),
-            )
-        )
+            ),
+            yours=Case(
+                When(approvals.in_status(Status.PENDING) & Q(pk__in=mine), then=Value(True)),
+                default=Value(False),
+                output_field=BooleanField(),
+            ),
+        ).prefetch_related("votes__by")
         ordered: QuerySet[ApprovalRequest] = queryset.order_by(*self.get_ordering(request))
         return ordered
 
@@ -195,6 +225,96 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def decided_by_policy(self, request_: ApprovalRequest) -> str:
         return policy_link(request_.policy)
 
+    @admin.display(description=_("votes"))
+    def votes_count(self, request_: ApprovalRequest) -> str:
+        if request_.rule_id is None:
+            return "—"
+        approving = sum(vote.decision == Decision.APPROVE for vote in approvals.votes_of(request_))
+        return f"{approving}/{request_.approvals_required}"
+
+    @admin.display(description=_("yours to decide"), boolean=True)
+    def actionable(self, request_: ApprovalRequest) -> bool:
+        """Whether the reviewer viewing the list may decide it now."""
+        return getattr(request_, "yours", False)
+
+    @admin.display(description=_("edit"))
+    def arguments_diff(self, request_: ApprovalRequest) -> str:
+        """The approved arguments against the filed ones, line by line."""
+        if request_.approved_arguments is None:
+            return "—"
+        lines = difflib.unified_diff(
+            _pretty(request_.arguments).splitlines(),
+            _pretty(request_.approved_arguments).splitlines(),
+            "filed",
+            "approved",
+            lineterm="",
+        )
+        return format_html("<pre>{}</pre>", "\n".join(lines))
+
+    @admin.display(description=_("rule"))
+    def oversight(self, request_: ApprovalRequest) -> str:
+        """The rule as the request copied it when filed."""
+        if request_.rule_id is None:
+            return str(_("none: one decision, by anyone who may decide"))
+        parts = [
+            _("rule %(id)s") % {"id": request_.rule_id},
+            _("%(n)d approval(s) required") % {"n": request_.approvals_required},
+            _("reviewers: %(group)s") % {"group": request_.reviewers or _("anyone")},
+            _("self-approval allowed") if request_.allow_self_approval else _("no self-approval"),
+            _("deadline %(at)s, then %(what)s")
+            % {"at": request_.deadline, "what": request_.get_on_deadline_display()},
+        ]
+        if request_.escalate_to is not None:
+            parts.append(
+                _("escalates to %(group)s at %(at)s")
+                % {"group": request_.escalate_to, "at": request_.escalate_at}
+            )
+        if request_.consumed_at is not None:
+            parts.append(_("used at %(at)s") % {"at": request_.consumed_at})
+        return "; ".join(str(part) for part in parts)
+
+    @admin.display(description=_("votes so far"))
+    def votes_so_far(self, request_: ApprovalRequest) -> str:
+        votes = approvals.votes_of(request_)
+        if not votes:
+            return "—"
+        return format_html_join(
+            "",
+            "<div>{} — {} {} ({}…){}</div>",
+            (
+                (
+                    vote.at,
+                    vote.by or _("(deleted user)"),
+                    vote.get_decision_display(),
+                    vote.arguments_digest[:12],
+                    f": {vote.reason}" if vote.reason else "",
+                )
+                for vote in votes
+            ),
+        )
+
+    @admin.display(description=_("audit trail"))
+    def audit_trail(self, request_: ApprovalRequest) -> str:
+        """Filed, each vote, the decision (by whom, or which rule or policy), its use."""
+        rows = Event.objects.filter(
+            object_type="approvalrequest", object_id=str(request_.pk)
+        ).order_by("created_at", "pk")
+        return format_html(
+            "<table><tr><th>{}</th><th>{}</th><th>{}</th><th>{}</th></tr>{}</table>",
+            _("when"),
+            _("what"),
+            _("who"),
+            _("details"),
+            format_html_join(
+                "",
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td><pre>{}</pre></td></tr>",
+                (
+                    (event.created_at, event.kind, event.actor or "—", _pretty(event.details))
+                    for event in rows
+                ),
+            ),
+        )
+
     @admin.display(description=_("the run's context"))
     def run_context(self, request_: ApprovalRequest) -> str:
         return _pretty(request_.run.context)
@@ -222,6 +342,7 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
     def _decide_many(self, request: HttpRequest, queryset: QuerySet, action: str) -> None:
         decision, always, label = ACTIONS[action]
         done = already = expired = 0
+        refused: list[str] = []
         for pk in queryset.order_by("created_at", "pk").values_list("pk", flat=True):
             try:
                 approvals.decide(pk, decision, always, by=request.user)
@@ -230,6 +351,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 already += 1
             except ApprovalRequestExpired:
                 expired += 1
+            except AgentStateError as error:  # self_approval, not_a_reviewer, already_voted
+                refused.append(f"{pk}: {error.detail}")
+        for refusal in refused:
+            self.message_user(request, refusal, messages.ERROR)
         if done:
             self.message_user(
                 request,
@@ -345,7 +470,13 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         return HttpResponseRedirect(reverse("admin:agentstate_approvalrequest_changelist"))
 
     def _make_policy(self, request: HttpRequest, obj: ApprovalRequest) -> Any:
-        """The policy the page's "Approve and always approve ..." asks for."""
+        """The policy the page's "Approve and always approve ..." asks for, by a reviewer
+        who just decided the request (so with its right to); a vote that left the
+        request pending (its rule wants more approvals) makes none."""
+        if ApprovalRequest.objects.filter(pk=obj.pk, status=Status.PENDING).exists():
+            raise AgentStateError(
+                str(_("The request needs more approvals: a policy would decide alone."))
+            )
         creator = obj.run.created_by
         if creator is None:
             raise AgentStateError(
@@ -383,7 +514,10 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
         obj: Any = None,
     ) -> HttpResponse:
         context["can_decide"] = (
-            obj is not None and obj.status == Status.PENDING and self.has_decide_permission(request)
+            obj is not None
+            and obj.status == Status.PENDING
+            and self.has_decide_permission(request)
+            and getattr(obj, "yours", False)
         )
         if context["can_decide"]:
             context["filed_arguments"] = json.dumps(

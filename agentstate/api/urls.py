@@ -8,6 +8,7 @@ from django.urls import path
 from .context import views as views_context
 from .docs import AssetView, DocsView, RedocView, SchemaView
 from .events import views as views_events
+from .oversight import views as views_oversight
 from .pauses import views as views_pauses
 from .policies import views as views_policies
 from .runs import views as views_runs
@@ -63,6 +64,13 @@ urlpatterns = [
         "approval-policies/<str:id>/revoke/",
         views_policies.RevokeView.as_view(),
         name="approval-policy-revoke",
+    ),
+    path("approval-rules/", views_oversight.RulesView.as_view(), name="approval-rules"),
+    path("approval-rules/<str:id>/", views_oversight.RuleView.as_view(), name="approval-rule"),
+    path(
+        "runs/<str:run_id>/approvals/consume/",
+        views_runs.ConsumeView.as_view(),
+        name="run-approvals-consume",
     ),
     path("webhooks/", views_webhooks.WebhooksView.as_view(), name="webhooks"),
     path("webhooks/<str:id>/", views_webhooks.WebhookView.as_view(), name="webhook"),

@@ -30,12 +30,29 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from agentstate.types import Actor, Blob, Owner, Reach, Records, StoredCheckpoint, Write
+from agentstate.types import (
+    Actor,
+    Blob,
+    Owner,
+    Reach,
+    Records,
+    StoredCheckpoint,
+    Verdict,
+    Write,
+)
 
 if TYPE_CHECKING:
     from django.db.models import Model
 
-    from agentstate.models import ApprovalPolicy, ApprovalRequest, Budget, Event, PausedRun, Run
+    from agentstate.models import (
+        ApprovalPolicy,
+        ApprovalRequest,
+        ApprovalRule,
+        Budget,
+        Event,
+        PausedRun,
+        Run,
+    )
 
 T = TypeVar("T")
 
@@ -287,12 +304,21 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def is_tool_approved(
-        self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
-    ) -> bool | None:
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        arguments: Any,
+        digest: str | None,
+        reach: Reach | None,
+    ) -> Verdict:
         """The SDK's precedence over the tool's record: ``True``, ``False`` or ``None``;
         left ``None`` by the records, the active policies that match the call decide
         (a reject policy over an approve one). ``arguments`` ``None``: not given, so
-        only the policies without an arguments pattern apply."""
+        only the policies without an arguments pattern apply. Approved, and
+        ``digest`` given: approved only when the call's approved request has that
+        ``arguments_digest``, else ``(False, "arguments_changed")``. The reason is
+        ``None`` otherwise."""
 
     @abc.abstractmethod
     def record_decision(
@@ -366,12 +392,42 @@ class Backend(abc.ABC):
         ``record_decision`` does. ``arguments`` (approving only; ``None``: none): what
         the reviewer approved instead of the filed arguments, kept as
         ``approved_arguments`` when it differs from them (an equal value is no edit).
-        ``ApprovalRequestNotFound``, ``ApprovalRequestExpired`` (pending for longer than
-        ``approval_ttl``, swept or not), ``AlreadyDecided`` (facts: ``status``,
-        ``decided_by_id``). Events ``approvals.changed`` and ``approval.decided`` (with
+        ``ApprovalRequestNotFound``; ``SelfApproval`` (the run's creator, unless the
+        request allows it), ``NotAReviewer`` (outside its reviewers group, and its
+        escalation group once due); ``ApprovalRequestExpired`` (pending for longer than
+        ``approval_ttl``, or past its rule's deadline, swept or not);
+        ``AlreadyDecided`` (facts: ``status``, ``decided_by_id``). Filed under a rule,
+        the decision is a vote (``AlreadyVoted`` for a second one, event
+        ``approval.voted`` first): an approve decides only once ``approvals_required``
+        votes approved the same arguments (digest), else the request stays pending and
+        the only event is the vote's. Events ``approvals.changed`` and ``approval.decided`` (with
         an edit, its details also hold ``arguments`` as filed and
         ``approved_arguments``). Value: the request, with its ``run`` and
         ``current_status``."""
+
+    @abc.abstractmethod
+    def consume(
+        self, run_id: str, tool_name: str, call_id: str, digest: str, reach: Reach | None, by: Actor
+    ) -> Changed[ApprovalRequest]:
+        """Use the approval of a call once: its request approved with ``digest``
+        gets ``consumed_at`` (now). ``NotApproved`` (no approved request of the call
+        and tool), ``ArgumentsChanged`` (approved with another digest),
+        ``AlreadyConsumed``. Event ``approval.consumed``. Value: the request."""
+
+    # Approval rules (docs: oversight). A rule names groups by id.
+
+    @abc.abstractmethod
+    def create_rule(self, values: dict[str, Any], by: Actor) -> Changed[ApprovalRule]:
+        """A new rule; ``RuleExists`` when its tool has one. Event ``rule.created``."""
+
+    @abc.abstractmethod
+    def change_rule(self, rule_id: int, values: dict[str, Any], by: Actor) -> Changed[ApprovalRule]:
+        """Change the rule's ``values`` (requests filed before keep theirs);
+        ``RuleNotFound``, ``RuleExists``. Event ``rule.changed`` (details: what changed)."""
+
+    @abc.abstractmethod
+    def delete_rule(self, rule_id: int, by: Actor) -> Changed[ApprovalRule]:
+        """Delete the rule; ``RuleNotFound``. Event ``rule.deleted``."""
 
     # Approval policies (docs: concepts/policies). Times are the database clock's.
 
@@ -523,8 +579,20 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
-        """Mark pending requests older than ``approval_ttl`` expired. Event
+        """Mark pending requests older than ``approval_ttl`` (filed under no rule: no
+        ``deadline``) expired. Event
         ``approval.expired`` per request. Value: how many."""
+
+    @abc.abstractmethod
+    def apply_deadlines(self, size: int) -> Changed[int]:
+        """The requests filed under a rule, each once: pending past their deadline,
+        ``on_deadline`` applied (``expire``: expired, event ``approval.expired``;
+        ``reject`` / ``approve``: decided with no decider, the run's record written,
+        events by actor ``rule:ID``), each under its run's and its own row locks, so a
+        decision racing the deadline is either before it or refused; past
+        ``remind_at`` not reminded yet: event ``approval.expiring``; past
+        ``escalate_at`` not escalated yet: event ``approval.escalated``. Value: how
+        many requests were due (a batch of ``size``: maybe more are)."""
 
     @abc.abstractmethod
     def purge_pauses(self, size: int, retention: timedelta) -> int:

@@ -17,6 +17,9 @@ where a run stopped (``_stop``), how to keep a stop and restore it (``_keep``,
 - resume exactly once: the state is taken back by a ``pop`` (``aresume``), so
   of any number of processes resuming one run at once exactly one does and the
   others are told ``busy``; a resume that fails puts the state back as it was;
+- use once: before the framework runs an approved call, its approval is used
+  (``consume``) for exactly the arguments it runs with, the reviewer's edit if
+  any; an approval used already is not run again;
 - settle: the decisions become the framework's answers, worded the same way
   for every framework (``Review.refusal``, ``Review.not_run``, ``Review.ran``);
 - a bridge registered under a name (``agentstate.contrib.register``) is
@@ -36,7 +39,7 @@ import abc
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -53,6 +56,7 @@ from agentstate.contrib.kept import (
     EXPIRED,
     REJECTED,
     STATE_SCOPE,
+    USED,
     Call,
     Question,
     Review,
@@ -61,6 +65,7 @@ from agentstate.contrib.kept import (
     usage,
     waiting_on,
 )
+from agentstate.types import arguments_digest
 
 __all__ = [
     "BUSY",
@@ -190,6 +195,21 @@ class RemoteStore:
         request, _created = self.client.request_approval(run_id, *call)
         return self._review(request, {})
 
+    def consume(self, run_id: str, review: Review) -> bool:
+        """Use the call's approval once (see ``ServiceStore.consume``); a client without
+        ``consume_approval`` (before agentstate-client had it) cannot, and goes on."""
+        from agentstate_client import AlreadyConsumed as RemoteAlreadyConsumed
+
+        if not hasattr(self.client, "consume_approval"):
+            return True
+        try:
+            self.client.consume_approval(
+                run_id, review.tool_name, review.call_id, arguments_digest(review.arguments_to_run)
+            )
+        except RemoteAlreadyConsumed:
+            return False
+        return True
+
     def reviews(self, run_id: str) -> list[Review]:
         records = self.client.approvals(run_id)
         return [self._review(r, records) for r in self.client.list_approval_requests(run_id=run_id)]
@@ -313,6 +333,7 @@ class Bridge(abc.ABC):
                 return Outcome(
                     run_id, WAITING, result=stop.result, pending=pending, questions=unanswered
                 )
+            reviews = await self.consume(run_id, reviews)
             step = await self._step(run_id, await self._answer(run_id, stop, reviews))
 
     def resume(self, run_id: str) -> Outcome:
@@ -372,6 +393,7 @@ class Bridge(abc.ABC):
         if unanswered:
             await self.wait(run_id, saved)
             return Outcome(run_id, WAITING, questions=unanswered)
+        reviews = await self.consume(run_id, reviews)
         step = await self._step(run_id, await self._answer(run_id, stop, reviews))
         for question in stop.questions:
             await off_loop(self.store.resolve)(run_id, question.interrupt_id)
@@ -420,6 +442,18 @@ class Bridge(abc.ABC):
         a new one may be decided at once by the run's records or a policy)."""
         request = off_loop(self.store.request_approval)
         return [await request(run_id, call) for call in calls]
+
+    async def consume(self, run_id: str, reviews: list[Review]) -> list[Review]:
+        """Use each approved call's approval once, for exactly the arguments it will run
+        with (``Review.arguments_to_run``), before the framework runs it; a call whose
+        approval was used already (a replay) is answered as not approved instead."""
+        use = off_loop(self.store.consume)
+        answered = []
+        for review in reviews:
+            if review.approved and not await use(run_id, review):
+                review = replace(review, status="rejected", reason=USED, approved_arguments=None)
+            answered.append(review)
+        return answered
 
     async def ask(self, run_id: str, interrupt_id: str, owner: str, value: Any) -> Question:
         """A pause waiting for ``owner``'s answer to ``value``."""

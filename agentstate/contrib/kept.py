@@ -23,6 +23,9 @@ REJECTED = "A reviewer rejected this call."
 EXPIRED = "The approval request expired before anybody decided it."
 """What the model is told of a call whose approval request expired."""
 
+USED = "This call's approval was used already: it did not run again."
+"""What the model is told of an approved call replayed after its approval was used."""
+
 
 class UsageDelta(TypedDict):
     """Usage to add to a run, in agentstate's flat form (``runs.add_usage``'s counters)."""

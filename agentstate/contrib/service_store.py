@@ -11,9 +11,9 @@ from typing import Any, Unpack
 
 from agentstate.contrib import resumes
 from agentstate.contrib.kept import STATE_SCOPE, Call, Question, Review, UsageDelta
-from agentstate.exceptions import RunExists
+from agentstate.exceptions import AlreadyConsumed, RunExists
 from agentstate.models import ApprovalRequest
-from agentstate.services import approvals, pauses, runs
+from agentstate.services import approvals, oversight, pauses, runs
 from agentstate.services import context as variables
 
 __all__ = ["ServiceStore"]
@@ -46,6 +46,17 @@ class ServiceStore:
     def request_approval(self, run_id: str, call: Call) -> Review:
         request = approvals.request_approval(run_id, *call, by=self.user)
         return self._review(request)
+
+    def consume(self, run_id: str, review: Review) -> bool:
+        """Use the approval of ``review``'s call once, for the arguments it runs with;
+        ``False`` when it was used already."""
+        try:
+            oversight.consume(
+                run_id, review.tool_name, review.call_id, review.arguments_to_run, by=self.user
+            )
+        except AlreadyConsumed:
+            return False
+        return True
 
     def reviews(self, run_id: str) -> list[Review]:
         requests = approvals.with_current_status(

@@ -4,7 +4,8 @@ One module per area: context variables (``context``: ``Scope``, ``Variable``,
 ``Element``), paused runs (``pauses``: ``PausedRun``), runs with their usage
 and tool-call approvals (``runs``: ``Run``, ``ApprovalRecord``,
 ``ApprovalCall``, ``ApprovalRequest``), standing decisions and caps
-(``policies``: ``ApprovalPolicy``, ``Budget``), the audit trail (``events``:
+(``policies``: ``ApprovalPolicy``, ``Budget``), oversight (``oversight``:
+``ApprovalRule``, ``Vote``), the audit trail (``events``:
 ``Event``), webhooks and their outbox (``webhooks``: ``Webhook``,
 ``Delivery``, ``DeliveryAttempt``) and LangGraph's checkpoints
 (``langgraph``: ``Thread``, ``Checkpoint``, ``CheckpointBlob``,
@@ -26,6 +27,7 @@ from .base import KEY_LENGTH, RUN_ID_LENGTH, where_set
 from .context import Element, Scope, Variable
 from .events import Event
 from .langgraph import Checkpoint, CheckpointBlob, CheckpointWrite, Thread
+from .oversight import ApprovalRule, Vote
 from .pauses import PausedRun
 from .policies import ApprovalPolicy, Budget
 from .runs import USAGE_FIELDS, ApprovalCall, ApprovalRecord, ApprovalRequest, Run
@@ -39,6 +41,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRecord",
     "ApprovalRequest",
+    "ApprovalRule",
     "Budget",
     "Checkpoint",
     "CheckpointBlob",
@@ -52,6 +55,7 @@ __all__ = [
     "Scope",
     "Thread",
     "Variable",
+    "Vote",
     "Webhook",
     "where_set",
 ]

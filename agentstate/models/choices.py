@@ -44,3 +44,11 @@ class BudgetPeriod(models.TextChoices):
 
     DAY = "day", _("day")
     MONTH = "month", _("month")
+
+
+class OnDeadline(models.TextChoices):
+    """``ApprovalRule.OnDeadline``: what a request's deadline does to it, still pending."""
+
+    EXPIRE = "expire", _("expire")
+    REJECT = "reject", _("reject")
+    APPROVE = "approve", _("approve")

@@ -40,8 +40,11 @@ class PausedRunQuerySet(models.QuerySet):
 
 
 def past_ttl(ttl: timedelta) -> Q:
-    """Pending requests older than ``ttl`` by the database clock: expired, swept or not."""
-    return Q(status=RequestStatus.PENDING, created_at__lte=Now() - ttl)
+    """Pending requests past their deadline by the database clock (filed under no
+    rule: older than ``ttl``): expired, swept or not."""
+    return Q(status=RequestStatus.PENDING) & (
+        Q(deadline__isnull=True, created_at__lte=Now() - ttl) | Q(deadline__lte=Now())
+    )
 
 
 def current_status(ttl: timedelta) -> Case:
@@ -64,6 +67,19 @@ class ApprovalRequestQuerySet(models.QuerySet):
     def with_current_status(self, ttl: timedelta) -> Self:
         """Annotated with ``current_status`` (see ``current_status``)."""
         return self.annotate(current_status=current_status(ttl))
+
+    def decidable_by(self, user: Any) -> Self:
+        """The requests ``user`` may decide by their rule: not of a run it created
+        unless allowed, and within their reviewers (or escalation group, once due)
+        when they name one. Whether it may decide requests at all (the
+        permission) is the caller's rule."""
+        groups = user.groups.all() if hasattr(user, "groups") else []
+        reviewer = (
+            Q(reviewers__isnull=True)
+            | Q(reviewers__in=groups)
+            | Q(escalate_at__lte=Now(), escalate_to__in=groups)
+        )
+        return self.filter(reviewer).exclude(Q(allow_self_approval=False, run__created_by=user))
 
     def older_than(self, age: timedelta) -> Self:
         """Created more than ``age`` (a timedelta) ago by the database clock."""

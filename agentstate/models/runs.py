@@ -10,7 +10,7 @@ from agentstate.fields import AnyDepthJSONField, ExactCharField
 from agentstate.types import Records
 
 from .base import KEY_LENGTH, RUN_ID_LENGTH, set_exactly_in, set_only_in, where_set
-from .choices import Decision, RequestStatus
+from .choices import Decision, OnDeadline, RequestStatus
 from .querysets import ApprovalRequestQuerySet, RunQuerySet
 
 # The statuses of a decided request.
@@ -198,6 +198,67 @@ class ApprovalRequest(models.Model):
         help_text=_("What the reviewer approved instead of the filed arguments."),
     )
     created_at = models.DateTimeField(_("created at"), db_default=Now())
+    # Oversight: the tool's rule as it stood at filing (no rule: one decision,
+    # by anyone, pending until APPROVAL_TTL), and the call's lifecycle.
+    rule = models.ForeignKey(
+        "ApprovalRule",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("filed under rule"),
+        db_index=False,
+    )
+    approvals_required = models.PositiveIntegerField(
+        _("approvals required"), default=1, db_default=1
+    )
+    reviewers = models.ForeignKey(
+        "auth.Group",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("reviewers"),
+        db_index=False,
+    )
+    allow_self_approval = models.BooleanField(
+        _("allow self-approval"), default=True, db_default=True
+    )
+    deadline = models.DateTimeField(
+        _("deadline"),
+        null=True,
+        blank=True,
+        help_text=_("Fixed at filing under a rule; none: created at plus APPROVAL_TTL."),
+    )
+    on_deadline = models.CharField(
+        _("on deadline"),
+        max_length=8,
+        choices=OnDeadline.choices,
+        default=OnDeadline.EXPIRE,
+        db_default=OnDeadline.EXPIRE,
+    )
+    remind_at = models.DateTimeField(_("remind at"), null=True, blank=True)
+    reminded_at = models.DateTimeField(_("reminded at"), null=True, blank=True)
+    escalate_at = models.DateTimeField(_("escalate at"), null=True, blank=True)
+    escalate_to = models.ForeignKey(
+        "auth.Group",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("escalate to"),
+        db_index=False,
+    )
+    escalated_at = models.DateTimeField(_("escalated at"), null=True, blank=True)
+    arguments_digest = models.CharField(
+        _("arguments digest"),
+        max_length=64,
+        blank=True,
+        default="",
+        db_default="",
+        help_text=_("SHA-256 of the arguments as filed, then as approved."),
+    )
+    consumed_at = models.DateTimeField(_("consumed at"), null=True, blank=True)
 
     objects = ApprovalRequestQuerySet.as_manager()
 
@@ -221,10 +282,16 @@ class ApprovalRequest(models.Model):
             set_only_in(
                 "approved_arguments", [RequestStatus.APPROVED], "agentstate_request_edit_approved"
             ),
+            set_only_in("consumed_at", [RequestStatus.APPROVED], "agentstate_request_consumed"),
         ]
         indexes = [
             models.Index(fields=["status", "created_at"], name="agentstate_request_queue"),
             where_set("policy", "agentstate_request_policy"),
+            models.Index(
+                fields=["deadline"],
+                condition=Q(status=RequestStatus.PENDING, deadline__isnull=False),
+                name="agentstate_request_deadline",
+            ),
         ]
 
     def __str__(self) -> str:

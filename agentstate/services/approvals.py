@@ -33,7 +33,7 @@ from agentstate import events
 from agentstate.backends import backend
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import ApprovalRequestNotFound, BadInput, PolicyNotFound
-from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run
+from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run, Vote
 from agentstate.models.querysets import current_status, past_ttl
 from agentstate.policies import DECIDED_BY_POLICY
 from agentstate.policies import active as in_force
@@ -54,12 +54,15 @@ __all__ = [
     "DECIDED_BY_RECORDS",
     "DECISIONS",
     "create_policy",
+    "deadline_of",
+    "decidable_by",
     "decide",
     "ensure_request",
     "in_status",
     "policies",
     "request_approval",
     "revoke_policy",
+    "votes_of",
     "wait",
     "wait_run_decided",
     "with_current_status",
@@ -79,6 +82,35 @@ def with_current_status(requests: QuerySet[ApprovalRequest]) -> QuerySet[Approva
     before the sweep has run.
     """
     return requests.annotate(current_status=current_status(agentstate_settings.APPROVAL_TTL))
+
+
+def deadline_of(request: ApprovalRequest) -> datetime:
+    """When the request stops being pending: its rule's deadline, fixed at filing, or
+    (filed under no rule) its creation plus ``APPROVAL_TTL`` as it is now."""
+    if request.deadline is not None:
+        return request.deadline
+    return request.created_at + agentstate_settings.APPROVAL_TTL
+
+
+def votes_of(request: ApprovalRequest) -> list[Vote]:
+    """The request's votes in order, with who cast them (none when filed under no
+    rule: no query then); prefetched ones (``votes__by``) are taken as they are."""
+    if request.rule_id is None:
+        return []
+    prefetched = getattr(request, "_prefetched_objects_cache", {}).get("votes")
+    if prefetched is not None:
+        return list(prefetched)
+    return list(request.votes.select_related("by").order_by("at", "pk"))
+
+
+def decidable_by(user: Any) -> QuerySet[ApprovalRequest]:
+    """The requests ``user`` may decide by their rules (reviewers, escalation, no
+    self-approval); none for a user without ``decide_approvalrequest``."""
+    if not getattr(user, "is_authenticated", False) or not user.has_perm(
+        "agentstate.decide_approvalrequest"
+    ):
+        return ApprovalRequest.objects.none()
+    return ApprovalRequest.objects.decidable_by(user)
 
 
 def in_status(status: str) -> Q:
@@ -176,8 +208,16 @@ def decide(
     as ``approved_arguments`` when it differs from them (``None`` or the filed
     arguments: no edit). Refused with ``AlreadyDecided`` when it is approved or
     rejected already, ``ApprovalRequestExpired`` when it is expired or pending for
-    longer than ``APPROVAL_TTL``. Writes the run's approval record (per call, or for
-    every call with ``always``) in the same transaction.
+    longer than ``APPROVAL_TTL`` (or past its rule's deadline, decided by the sweep or
+    not). Writes the run's approval record (per call, or for every call with
+    ``always``) in the same transaction.
+
+    Under the request's rule (copied when it was filed): ``SelfApproval`` for the
+    run's creator unless the rule allows it, ``NotAReviewer`` outside its reviewers
+    (and its escalation group once due); each decision is a vote, ``AlreadyVoted``
+    for a second one; an approve leaves the request pending until
+    ``approvals_required`` reviewers approved the same arguments (an edit starts
+    the count for the edited ones), a reject decides at once.
     """
     if decision not in DECISIONS:
         raise BadInput("decision must be 'approve' or 'reject'.", field="decision")
@@ -200,10 +240,10 @@ def decide(
         acting(by),
     )
     decided = changed.value
-    decided.decided_by = runs.real_user(by)
-    records_changed, request_decided = changed.events
-    events.announce([records_changed], Run, decided.run)
-    events.announce([request_decided], ApprovalRequest, decided)
+    decided.decided_by = runs.real_user(by) if decided.decided_by_id is not None else None
+    # The run's record first, then the request's own (its vote, its decision).
+    events.announce([e for e in changed.events if e.object_type == "run"], Run, decided.run)
+    events.announce([e for e in changed.events if e.object_type != "run"], ApprovalRequest, decided)
     return decided
 
 

@@ -16,6 +16,7 @@ touch, one outside it answering ``RunNotFound`` like a missing one. The
 signals of the events an operation wrote go out after commit.
 """
 
+import re
 import uuid
 from typing import Any
 
@@ -34,10 +35,12 @@ from agentstate.records import (
     decide_from,
     record_json,
 )
-from agentstate.types import Reach, Records
+from agentstate.types import Reach, Records, Verdict, arguments_digest
 from agentstate.validation import RUN_ID_RE, check_json, check_key, check_run_id, text_problem
 
 from .acting import By, acting, takes_by
+
+DIGEST = re.compile(r"[0-9a-f]{64}")
 
 __all__ = [
     "APPROVE",
@@ -61,6 +64,8 @@ __all__ = [
     "decide_from",
     "get_run",
     "is_tool_approved",
+    "verdict",
+    "check_digest",
     "real_user",
     "rebuild_approvals",
     "record_json",
@@ -204,11 +209,38 @@ def is_tool_approved(
     SDK's precedence (``records.decide_from``); left pending by the records, by the
     active approval policies that match the call (a reject policy over an approve
     one). A policy with an arguments pattern applies only when ``arguments`` (the
-    call's) are given."""
+    call's) are given. Given ``arguments``, a call whose request was approved for
+    other arguments (edited, or another call's) is ``False``: see ``verdict``."""
+    return verdict(run, tool_name, call_id, arguments, reach=reach)[0]
+
+
+def verdict(
+    run: RunRef,
+    tool_name: str,
+    call_id: str,
+    arguments: Any = None,
+    *,
+    digest: str | None = None,
+    reach: Reach | None = None,
+) -> Verdict:
+    """``is_tool_approved`` with its reason: ``(approved, reason)``. Approved only for
+    the arguments it was approved with, named by ``arguments`` or by their ``digest``
+    (``types.arguments_digest``); others answer ``(False, "arguments_changed")``."""
     check_key(tool_name, "tool_name")
     check_key(call_id, "call_id")
     check_json(arguments, "arguments")
-    return backend().is_tool_approved(run_id_of(run), tool_name, call_id, arguments, reach)
+    if digest is None and arguments is not None:
+        digest = arguments_digest(arguments)
+    elif digest is not None:
+        check_digest(digest)
+    return backend().is_tool_approved(run_id_of(run), tool_name, call_id, arguments, digest, reach)
+
+
+def check_digest(digest: Any, field: str = "arguments_digest") -> str:
+    """A SHA-256 in lowercase hex (64 characters), else ``BadInput``."""
+    if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
+        raise BadInput(f"{field} must be a SHA-256 in lowercase hex.", field=field)
+    return digest
 
 
 def check_reason(reason: Any) -> str:

@@ -1,7 +1,9 @@
 """The expiry sweep: what nobody answered in time.
 
 Marks pending pauses past ``expires_at`` expired, marks pending approval
-requests older than ``APPROVAL_TTL`` expired, deletes resolved and expired
+requests older than ``APPROVAL_TTL`` expired (those filed under a rule: at
+their own deadline, which does what the rule says, and writes their reminder
+and escalation events once), deletes resolved and expired
 pauses older than ``RETENTION``, events (with their webhook deliveries and
 attempts) older than ``EVENT_RETENTION``, when ``THREAD_TTL`` is set,
 LangGraph threads (with their checkpoints, values and writes) not written for
@@ -83,7 +85,8 @@ def sweep(*, batch_size: int | None = None, progress: Progress | None = None) ->
             size,
             "expired approval requests",
             progress,
-        ),
+        )
+        + apply_deadlines(store, size, progress),
         purged_pauses=_in_batches(
             lambda n: store.purge_pauses(n, retention), size, "purged pauses", progress
         ),
@@ -115,6 +118,23 @@ def _expire_pauses(store: Backend, size: int, progress: Progress | None) -> int:
         return _announced(changed, PausedRun)
 
     return _in_batches(batch, size, "expired pauses", progress)
+
+
+def apply_deadlines(store: Backend, size: int, progress: Progress | None = None) -> int:
+    """The deadlines of the requests filed under a rule: each one's ``on_deadline``
+    applied once, and its reminder and escalation events written once; how many
+    requests reached their deadline (expired or decided by it)."""
+    reached = 0
+
+    def batch(n: int) -> int:
+        nonlocal reached
+        changed = store.apply_deadlines(n)
+        events.announce(changed.events, ApprovalRequest)
+        reached += sum(e.kind in ("approval.expired", "approval.decided") for e in changed.events)
+        return changed.value
+
+    _in_batches(batch, size, "approval deadlines", progress)
+    return reached
 
 
 def purge_store_items(store: Backend, size: int, progress: Progress | None = None) -> int:

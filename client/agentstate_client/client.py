@@ -26,18 +26,23 @@ import httpx
 
 from .errors import (
     AlreadyClaimed,
+    AlreadyConsumed,
     AlreadyDecided,
     AlreadyResolved,
     AlreadyRevoked,
+    AlreadyVoted,
     APIError,
     ApprovalRequestExpired,
     ApprovalRequestNotFound,
+    ArgumentsChanged,
     BodyTooLarge,
     BudgetExceeded,
     Conflict,
     Expired,
     HistoryForked,
     InvalidInput,
+    NotApproved,
+    NotAReviewer,
     NotAuthenticated,
     NotClaimed,
     NotFound,
@@ -47,9 +52,11 @@ from .errors import (
     PermissionDenied,
     PolicyNotFound,
     QuestionSuperseded,
+    RuleExists,
     RunExists,
     RunNotFound,
     ScopeNotFound,
+    SelfApproval,
     ServiceUnavailable,
     TypeConflict,
     Unreachable,
@@ -87,6 +94,13 @@ _BY_CODE: dict[str, type[APIError]] = {
         AlreadyRevoked,
         BudgetExceeded,
         HistoryForked,
+        AlreadyVoted,
+        AlreadyConsumed,
+        NotApproved,
+        ArgumentsChanged,
+        SelfApproval,
+        NotAReviewer,
+        RuleExists,
         Expired,
         BodyTooLarge,
         ServiceUnavailable,
@@ -627,6 +641,16 @@ class AgentStateClient:
 
     def approvals(self, run_id: str) -> ApprovalRecords:
         return self._run_call("GET", run_id, "approvals/")
+
+    def consume_approval(
+        self, run_id: str, tool_name: str, call_id: str, arguments_digest: str
+    ) -> dict[str, Any]:
+        """Use the call's approval once, for the arguments whose SHA-256 (of their
+        canonical JSON) is ``arguments_digest``: ``AlreadyConsumed`` after the first
+        time, ``NotApproved`` or ``ArgumentsChanged`` otherwise. Not retried: a retry
+        of a use that went through would answer ``AlreadyConsumed``."""
+        body = {"tool_name": tool_name, "call_id": call_id, "arguments_digest": arguments_digest}
+        return self._run_call("POST", run_id, "approvals/consume/", json=body)
 
     def approve(
         self, run_id: str, tool_name: str, call_id: str, *, always: bool = False

@@ -165,6 +165,38 @@ class BudgetExceeded(Conflict):
         self.counter = str(facts.get("counter", ""))
 
 
+class AlreadyVoted(Conflict):
+    code = "already_voted"
+
+
+class AlreadyConsumed(Conflict):
+    code = "already_consumed"
+
+
+class NotApproved(Conflict):
+    code = "not_approved"
+
+
+class ArgumentsChanged(Conflict):
+    code = "arguments_changed"
+
+
+class SelfApproval(PermissionDenied):
+    code = "self_approval"
+
+
+class NotAReviewer(PermissionDenied):
+    code = "not_a_reviewer"
+
+
+class RuleNotFound(NotFound):
+    """An approval rule not found (the code is the generic ``not_found``)."""
+
+
+class RuleExists(Conflict):
+    code = "rule_exists"
+
+
 class HistoryForked(Conflict):
     code = "history_forked"
 

@@ -29,7 +29,8 @@ from agentstate.models import (
     Scope,
     Variable,
 )
-from agentstate.services import approvals, budgets, context, pauses, runs
+from agentstate.services import approvals, budgets, context, oversight, pauses, runs
+from agentstate.types import arguments_digest
 from tests.hardening import fill_path, operations
 
 pytestmark = pytest.mark.django_db
@@ -133,6 +134,15 @@ def with_run(alice) -> dict:
     runs.approve(run, "tool", SECRET, by=alice)
     request = approvals.request_approval(run, "tool", "call-2", {"note": SECRET}, by=alice)
     return {"run_id": run.run_id, "id": request.pk}
+
+
+def with_approved_call(alice) -> dict:
+    ctx = with_run(alice)
+    request = approvals.request_approval(
+        ctx["run_id"], "tool", "call-9", {"note": SECRET}, by=alice
+    )
+    approvals.decide(request, "approve", by=alice)
+    return ctx
 
 
 PAUSE = {"chat_id": "chat", "tool_call_id": "call"}
@@ -371,6 +381,21 @@ CASES = [
         names_owner=False,
     ),
     Case(
+        "approvals-consume",
+        "post",
+        RUN + "approvals/consume/",
+        lambda c: {
+            "tool_name": "tool",
+            "call_id": "call-9",
+            "arguments_digest": arguments_digest({"note": SECRET}),
+        },
+        200,
+        "",
+        ("change_run",),
+        setup=with_approved_call,
+        names_owner=False,
+    ),
+    Case(
         "approvals-reject",
         "post",
         RUN + "approvals/reject/",
@@ -453,6 +478,7 @@ def test_every_endpoint_has_an_access_case():
         *POLICY_OPS,
         # A stream without end: the same visibility as events-list (tests/waiting/test_stream.py).
         ("get", "/api/events/stream/"),
+        *RULE_OPS,
     }
     public = {"/api/schema/", "/api/docs/"}
     missing = [
@@ -809,3 +835,37 @@ def test_every_policy_endpoint_takes_decide_approvalrequest(
     assert response.status_code in (200, 201), response.content
     if method == "get":
         assert SECRET in response.content.decode()
+
+
+RULE_OPS = {
+    ("get", "/api/approval-rules/"),
+    ("post", "/api/approval-rules/"),
+    ("get", "/api/approval-rules/{id}/"),
+    ("patch", "/api/approval-rules/{id}/"),
+    ("delete", "/api/approval-rules/{id}/"),
+}
+
+
+@pytest.mark.parametrize("method, path", sorted(RULE_OPS))
+def test_rules_are_read_by_reviewers_and_managed_with_change_approvalrule(
+    method, path, alice, django_user_model
+):
+    from agentstate.models import ApprovalRule, Event
+
+    rule = oversight.create_rule("tool")
+    url = fill_path(path, {"id": rule.pk})
+    body = {"post": {"tool_name": "other"}, "patch": {"approvals_required": 2}}.get(method, {})
+    rules_before = list(ApprovalRule.objects.values())
+    events_before = Event.objects.count()
+    refused = [alice, user(django_user_model, "runner", "change_run", "view_run")]
+    if method != "get":
+        refused.append(user(django_user_model, "reviewer", "decide_approvalrequest"))
+    for person in refused:
+        response = getattr(client(person), method)(url, body, format="json")
+        assert response.status_code == 403, response.content
+        assert response.json()["code"] == "permission_denied"
+    assert list(ApprovalRule.objects.values()) == rules_before
+    assert Event.objects.count() == events_before
+    allowed = user(django_user_model, "manager", "change_approvalrule")
+    response = getattr(client(allowed), method)(url, body, format="json")
+    assert response.status_code in (200, 201, 204), response.content

@@ -20,6 +20,7 @@ from agentstate.models import (
     ApprovalPolicy,
     ApprovalRecord,
     ApprovalRequest,
+    ApprovalRule,
     Budget,
     Event,
     PausedRun,
@@ -109,6 +110,69 @@ def policy_revoked(user) -> Change:
     return lambda: approvals.revoke_policy(policy, by=user)
 
 
+def _rule(**values) -> None:
+    from agentstate.services import oversight
+
+    RULES.append(oversight.create_rule("tool", **values).pk)
+
+
+RULES: list[int] = []
+
+
+def voted(user) -> Change:
+    _rule(approvals_required=2, allow_self_approval=True)
+    request = _request(user)
+    return lambda: approvals.decide(request, "approve", by=user)
+
+
+def consumed(user) -> Change:
+    from agentstate.services import oversight
+
+    request = _request(user)
+    approvals.decide(request, "approve", by=user)
+    return lambda: oversight.consume("run-1", "tool", "call-1", {"x": 1}, by=user)
+
+
+def expiring(user) -> Change:
+    _rule(deadline=3600, remind_before=900)
+    _request(user)
+    ApprovalRequest.objects.update(remind_at=Now() - timedelta(seconds=1))
+    return sweep.sweep
+
+
+def escalated(user) -> Change:
+    from django.contrib.auth.models import Group
+
+    _rule(escalate_after=60, escalate_to=Group.objects.create(name="leads"))
+    _request(user)
+    ApprovalRequest.objects.update(escalate_at=Now() - timedelta(seconds=1))
+    return sweep.sweep
+
+
+def rule_created(user) -> Change:
+    from agentstate.services import oversight
+
+    return lambda: RULES.append(oversight.create_rule("tool", by=user).pk)
+
+
+def rule_changed(user) -> Change:
+    from agentstate.services import oversight
+
+    _rule()
+    return lambda: oversight.change_rule(RULES[-1], approvals_required=2, by=user)
+
+
+def rule_deleted(user) -> Change:
+    from agentstate.services import oversight
+
+    _rule()
+    return lambda: oversight.delete_rule(RULES[-1], by=user)
+
+
+def the_rule() -> str:
+    return str(RULES[-1])
+
+
 def the_policy() -> str:
     return str(ApprovalPolicy.objects.get().pk)
 
@@ -146,6 +210,13 @@ SCENARIOS: dict[str, Scenario] = {
     "budget.changed": Scenario(budget_changed, Budget, lambda: "run:run-1"),
     "policy.created": Scenario(policy_created, ApprovalPolicy, the_policy),
     "policy.revoked": Scenario(policy_revoked, ApprovalPolicy, the_policy),
+    "approval.voted": Scenario(voted, ApprovalRequest, the_request),
+    "approval.consumed": Scenario(consumed, ApprovalRequest, the_request),
+    "approval.expiring": Scenario(expiring, ApprovalRequest, the_request),
+    "approval.escalated": Scenario(escalated, ApprovalRequest, the_request),
+    "rule.created": Scenario(rule_created, ApprovalRule, the_rule),
+    "rule.changed": Scenario(rule_changed, ApprovalRule, the_rule),
+    "rule.deleted": Scenario(rule_deleted, ApprovalRule, the_rule),
 }
 STATE_MODELS = (PausedRun, Run, ApprovalRequest, ApprovalRecord, Budget, ApprovalPolicy)
 KINDS = sorted(SCENARIOS)

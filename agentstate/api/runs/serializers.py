@@ -11,9 +11,10 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from agentstate.models import KEY_LENGTH, ApprovalPolicy, ApprovalRequest
+from agentstate.models import KEY_LENGTH, ApprovalPolicy, ApprovalRequest, Vote
+from agentstate.services import approvals
 from agentstate.services.budgets import COUNTERS
-from agentstate.services.runs import MAX_INCREMENT
+from agentstate.services.runs import DIGEST, MAX_INCREMENT
 
 from ..fields import (
     TEXT_PATTERN,
@@ -103,9 +104,29 @@ class UsageRequest(StrictSerializer):
     reasoning_tokens = _count("Default 0.")
 
 
+class DigestField(StrictCharField):
+    """A SHA-256 in lowercase hex: the canonical JSON of a call's arguments."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_length", 64)
+        kwargs.setdefault("max_length", 64)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        if not DIGEST.fullmatch(value):
+            raise serializers.ValidationError("Must be a SHA-256 in lowercase hex.", code="invalid")
+        return value
+
+
 class ApprovalQuery(QuerySerializer):
     tool_name = KeyField(required=False)
     call_id = KeyField(required=False)
+    arguments_digest = DigestField(
+        required=False,
+        help_text="With tool_name and call_id: approved only for these arguments"
+        " (else false, reason arguments_changed).",
+    )
 
     def validate(self, data: dict[str, Any]) -> dict[str, Any]:
         if ("tool_name" in data) != ("call_id" in data):
@@ -113,7 +134,17 @@ class ApprovalQuery(QuerySerializer):
             raise serializers.ValidationError(
                 {missing: ["Give both tool_name and call_id, or neither."]}
             )
+        if "arguments_digest" in data and "call_id" not in data:
+            raise serializers.ValidationError(
+                {"tool_name": ["arguments_digest takes tool_name and call_id."]}
+            )
         return data
+
+
+class ConsumeRequest(StrictSerializer):
+    tool_name = KeyField()
+    call_id = KeyField()
+    arguments_digest = DigestField(help_text="The digest of the arguments about to run.")
 
 
 class ApprovalCheck(serializers.Serializer):
@@ -121,6 +152,9 @@ class ApprovalCheck(serializers.Serializer):
     call_id = serializers.CharField()
     approved = serializers.BooleanField(
         allow_null=True, help_text="true, false, or null while pending."
+    )
+    reason = serializers.CharField(
+        required=False, help_text="arguments_changed: approved for other arguments."
     )
 
 
@@ -168,6 +202,38 @@ class DecideRequest(StrictSerializer):
         return data
 
 
+@extend_schema_field(serializers.DateTimeField())
+class DeadlineField(serializers.Field):
+    """When the request stops being pending (``approvals.deadline_of``)."""
+
+    def to_representation(self, value: ApprovalRequest) -> Any:
+        return serializers.DateTimeField().to_representation(approvals.deadline_of(value))
+
+
+# The fields a request filed under an approval rule adds to its REST form.
+OVERSIGHT_FIELDS = ("approvals_required", "votes", "deadline", "arguments_digest")
+
+
+class VoteSerializer(serializers.Serializer):
+    by = serializers.SerializerMethodField()
+    decision = serializers.CharField()
+    arguments_digest = serializers.CharField()
+    reason = serializers.CharField()
+    at = serializers.DateTimeField()
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_by(self, vote: Vote) -> str | None:
+        return None if vote.by is None else vote.by.get_username()
+
+
+@extend_schema_field(VoteSerializer(many=True))
+class VotesField(serializers.Field):
+    """The request's votes, oldest first (``approvals.votes_of``)."""
+
+    def to_representation(self, value: ApprovalRequest) -> Any:
+        return VoteSerializer(approvals.votes_of(value), many=True).data
+
+
 class ApprovalRequestSerializer(serializers.ModelSerializer):
     """A request as REST shows it; a pending one past ``APPROVAL_TTL`` reads ``expired``."""
 
@@ -186,6 +252,17 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="What the reviewer approved instead of the filed arguments, or null.",
     )
+    # Oversight's fields (OVERSIGHT_FIELDS): output only, and left out of the form of a
+    # request filed under no rule, so not required in the schema.
+    approvals_required = serializers.IntegerField(
+        required=False, help_text="Under a rule: distinct reviewers whose approval decides."
+    )
+    votes = VotesField(source="*", required=False)
+    deadline = DeadlineField(source="*", required=False)
+    arguments_digest = serializers.CharField(
+        required=False,
+        help_text="Under a rule: SHA-256 of the arguments as filed, then as approved.",
+    )
 
     class Meta:
         model = ApprovalRequest
@@ -202,8 +279,21 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
             "policy",
             "approved_arguments",
             "created_at",
+            "approvals_required",
+            "votes",
+            "deadline",
+            "arguments_digest",
         )
         read_only_fields = fields
+
+    def to_representation(self, instance: ApprovalRequest) -> Any:
+        """Oversight's fields (``OVERSIGHT_FIELDS``) are shown for a request filed
+        under an approval rule: one filed under none reads as it always has."""
+        data = super().to_representation(instance)
+        if instance.rule_id is None:
+            for name in OVERSIGHT_FIELDS:
+                data.pop(name, None)
+        return data
 
     @extend_schema_field(serializers.ChoiceField(choices=ApprovalRequest.Status.values))
     def get_status(self, request: ApprovalRequest) -> str:
@@ -219,3 +309,18 @@ class BudgetExceededSerializer(ErrorSerializer):
 
     budget = serializers.ChoiceField(choices=["run", "user"])
     counter = serializers.ChoiceField(choices=list(COUNTERS))
+
+
+class ConsumedSerializer(ApprovalRequestSerializer):
+    """The request whose approval was used, with when."""
+
+    consumed_at = serializers.DateTimeField(read_only=True)
+
+    def to_representation(self, instance: ApprovalRequest) -> Any:
+        """Every field, oversight's too: a use names the digest it used."""
+        return serializers.ModelSerializer.to_representation(self, instance)
+
+    class Meta:
+        model = ApprovalRequest
+        fields: tuple[str, ...] = (*ApprovalRequestSerializer.Meta.fields, "consumed_at")
+        read_only_fields = fields

@@ -27,7 +27,7 @@ from rest_framework.response import Response
 
 from agentstate.exceptions import ApprovalRequestNotFound
 from agentstate.models import ApprovalRequest
-from agentstate.services import approvals, runs, waiting
+from agentstate.services import approvals, oversight, runs, waiting
 from agentstate.types import Reach, Records
 from agentstate.validation import check_run_id
 
@@ -56,7 +56,9 @@ def changing(user: _AnyUser) -> Reach | None:
 
 def _requests(user: _AnyUser) -> QuerySet[ApprovalRequest]:
     """The requests ``user`` may see, each with its current status and its run."""
-    return approvals.with_current_status(visible_requests(user).select_related("run", "decided_by"))
+    return approvals.with_current_status(
+        visible_requests(user).select_related("run", "decided_by")
+    ).prefetch_related("votes__by")
 
 
 class RunAPIView(AgentStateAPIView):
@@ -138,12 +140,15 @@ class ApprovalsView(RunAPIView):
         q = self.query(s.ApprovalQuery)
         if not q:
             return Response(runs.records(run_id, reach=viewing(request.user)))
-        approved = runs.is_tool_approved(
-            run_id, q["tool_name"], q["call_id"], reach=viewing(request.user)
+        approved, why = runs.verdict(
+            run_id,
+            q["tool_name"],
+            q["call_id"],
+            digest=q.get("arguments_digest"),
+            reach=viewing(request.user),
         )
-        return Response(
-            {"tool_name": q["tool_name"], "call_id": q["call_id"], "approved": approved}
-        )
+        answer = {"tool_name": q["tool_name"], "call_id": q["call_id"], "approved": approved}
+        return Response(answer if why is None else {**answer, "reason": why})
 
     @documented(
         parameters=[RUN_ID],
@@ -157,6 +162,28 @@ class ApprovalsView(RunAPIView):
                 run_id, request.data, by=request.user, reach=changing(request.user)
             )
         )
+
+
+class ConsumeView(RunAPIView):
+    """Use a call's approval once, for the arguments about to run."""
+
+    @documented(
+        parameters=[RUN_ID],
+        request=s.ConsumeRequest,
+        responses=s.ConsumedSerializer,
+        operation_id="runs_approvals_consume",
+    )
+    def post(self, request: Request, run_id: str) -> Response:
+        d = self.validated(s.ConsumeRequest, request.data)
+        used = oversight.consume(
+            run_id,
+            d["tool_name"],
+            d["call_id"],
+            digest=d["arguments_digest"],
+            by=request.user,
+            reach=changing(request.user),
+        )
+        return Response(s.ConsumedSerializer(used).data)
 
 
 class ApprovalChangeView(RunAPIView):

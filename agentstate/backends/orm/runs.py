@@ -14,18 +14,28 @@ from typing import Any, cast
 
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from agentstate.backends import events
 from agentstate.backends.base import Changed
 from agentstate.exceptions import (
     AlreadyDecided,
+    AlreadyVoted,
     ApprovalRequestExpired,
     ApprovalRequestNotFound,
     RunExists,
     RunNotFound,
     UsageOverflow,
 )
-from agentstate.models import ApprovalCall, ApprovalRecord, ApprovalRequest, Budget, Event, Run
+from agentstate.models import (
+    ApprovalCall,
+    ApprovalRecord,
+    ApprovalRequest,
+    Budget,
+    Event,
+    Run,
+    Vote,
+)
 from agentstate.policies import POLICY_ACTOR, decided_reason, json_equal
 from agentstate.records import (
     APPROVE,
@@ -36,9 +46,10 @@ from agentstate.records import (
     decided_always,
     record_json,
 )
-from agentstate.types import Actor, Reach, Records
+from agentstate.types import ARGUMENTS_CHANGED, Actor, Reach, Records, Verdict, arguments_digest
 
 from .budgets import COUNTERS, refuse_past_caps, roll_over, with_period_bounds
+from .oversight import OversightOperations, request_event
 from .policies import PolicyOperations
 
 # The largest total a usage column holds (a 64-bit integer).
@@ -46,7 +57,7 @@ MAX_TOTAL = 2**63 - 1
 Status = ApprovalRequest.Status
 
 
-class RunOperations(PolicyOperations):
+class RunOperations(OversightOperations, PolicyOperations):
     def _run(self, run_id: str, reach: Reach | None, *, lock: bool = False) -> Run:
         runs = self.rows(Run).filter(run_id=run_id)
         if reach is not None:
@@ -164,19 +175,48 @@ class RunOperations(PolicyOperations):
         return requests.with_current_status(approval_ttl).filter(pk=request_id).first()
 
     def is_tool_approved(
-        self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
-    ) -> bool | None:
-        return self.atomic(self._is_tool_approved, run_id, tool_name, call_id, arguments, reach)
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        arguments: Any,
+        digest: str | None,
+        reach: Reach | None,
+    ) -> Verdict:
+        return self.atomic(
+            self._is_tool_approved, run_id, tool_name, call_id, arguments, digest, reach
+        )
 
     def _is_tool_approved(
-        self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
-    ) -> bool | None:
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        arguments: Any,
+        digest: str | None,
+        reach: Reach | None,
+    ) -> Verdict:
         run = self._run(run_id, reach)
         decided = decide_from(self._records(run, tool_name).get(tool_name), call_id)
-        if decided is not None:
-            return decided
-        policy = self._deciding_policy(run, tool_name, arguments, lock=False)
-        return None if policy is None else policy.decision == APPROVE
+        if decided is None:
+            policy = self._deciding_policy(run, tool_name, arguments, lock=False)
+            decided = None if policy is None else policy.decision == APPROVE
+        if decided and digest is not None:
+            changed = (
+                self.rows(ApprovalRequest)
+                .filter(run=run, call_id=call_id, status=Status.APPROVED)
+                .exclude(arguments_digest="")
+                .exclude(arguments_digest=digest)
+            )
+            if changed.exists():
+                return False, ARGUMENTS_CHANGED
+        return decided, None
+
+    def _deadline_decision(
+        self, run: Run, tool_name: str, call_id: str, approve: bool, reason: str, by: Actor
+    ) -> Event:
+        event = self._write_decision(run, tool_name, call_id, approve, False, reason, by)
+        return events.save(self.alias, [event])[0]
 
     def record_decision(
         self,
@@ -344,7 +384,9 @@ class RunOperations(PolicyOperations):
             call_id=call_id,
             arguments=arguments,
             created_by_id=by.user_id,
+            arguments_digest=arguments_digest(arguments),
         )
+        self._stamp_rule(request, approval_ttl)
         record = self._records(run, tool_name).get(tool_name)
         decided = decide_from(record, call_id)
         policy = None
@@ -376,6 +418,17 @@ class RunOperations(PolicyOperations):
                 "call_id": call_id,
                 "status": request.status,
                 "policy": request.policy_id,
+                **(
+                    {
+                        "arguments": arguments,
+                        "arguments_digest": request.arguments_digest,
+                        "rule": request.rule_id,
+                        "approvals_required": request.approvals_required,
+                        "deadline": events.json_time(request.deadline),
+                    }
+                    if request.rule_id is not None and request.deadline is not None
+                    else {}
+                ),
             },
         )
         saved = [event]
@@ -433,19 +486,34 @@ class RunOperations(PolicyOperations):
         )
         if run is None or locked is None:
             raise ApprovalRequestNotFound.of(id=request_id)
+        self._check_may_decide(run, locked, by.user_id)
+        past_deadline = locked.deadline is not None and locked.deadline <= timezone.now()
         # current_status: annotated by with_current_status, which django-stubs cannot follow.
-        if locked.current_status == Status.EXPIRED:  # type: ignore[attr-defined]
+        if past_deadline or locked.current_status == Status.EXPIRED:  # type: ignore[attr-defined]
             raise ApprovalRequestExpired.of()
         if locked.status != Status.PENDING:
             raise AlreadyDecided.of(status=locked.status, decided_by_id=locked.decided_by_id)
+        edited = arguments is not None and not json_equal(arguments, locked.arguments)
+        digest = locked.arguments_digest if arguments is None else arguments_digest(arguments)
+        saved: list[Event] = []
+        if locked.rule_id is not None:
+            voted, approvals = self._vote(
+                run, locked, approve, arguments if edited else None, digest, reason, by
+            )
+            saved.append(voted)
+            if approve and approvals < locked.approvals_required:
+                events.save(self.alias, saved)
+                locked.run = run
+                return Changed(locked, saved)
         changed = self._write_decision(
             run, locked.tool_name, locked.call_id, approve, always, reason, by
         )
         locked.status = Status.APPROVED if approve else Status.REJECTED
         locked.always, locked.decided_by_id, locked.reason = always, by.user_id, reason
         locked.decided_at = Now()
-        edited = arguments is not None and not json_equal(arguments, locked.arguments)
         locked.approved_arguments = arguments if edited else None
+        if approve:
+            locked.arguments_digest = digest
         locked.save(
             using=self.alias,
             update_fields=[
@@ -455,6 +523,7 @@ class RunOperations(PolicyOperations):
                 "reason",
                 "decided_at",
                 "approved_arguments",
+                "arguments_digest",
             ],
         )
         locked.refresh_from_db(using=self.alias, fields=["decided_at"])
@@ -478,10 +547,54 @@ class RunOperations(PolicyOperations):
                     if edited
                     else {}
                 ),
+                **(
+                    {"arguments_digest": locked.arguments_digest}
+                    if locked.rule_id is not None
+                    else {}
+                ),
             },
         )
-        events.save(self.alias, [changed, decided])
-        return Changed(locked, [changed, decided])
+        saved += [changed, decided]
+        events.save(self.alias, saved)
+        return Changed(locked, saved)
+
+    def _vote(
+        self,
+        run: Run,
+        request: ApprovalRequest,
+        approve: bool,
+        edited: Any,
+        digest: str,
+        reason: str,
+        by: Actor,
+    ) -> tuple[Event, int]:
+        """Record a reviewer's vote (``AlreadyVoted`` for a second); its event, unsaved,
+        and how many votes now approve ``digest``."""
+        votes = self.rows(Vote).filter(request=request)
+        if by.user_id is not None and votes.filter(by_id=by.user_id).exists():
+            raise AlreadyVoted.of(id=request.pk)
+        decision = APPROVE if approve else REJECT
+        self.rows(Vote).create(
+            request=request,
+            by_id=by.user_id,
+            decision=decision,
+            arguments=request.arguments if edited is None else edited,
+            arguments_digest=digest,
+            reason=reason,
+        )
+        approvals = votes.filter(decision=APPROVE, arguments_digest=digest).count()
+        event = request_event(
+            "approval.voted",
+            request,
+            run,
+            by,
+            decision=decision,
+            arguments_digest=digest,
+            reason=reason,
+            approvals=approvals,
+            approvals_required=request.approvals_required,
+        )
+        return event, approvals
 
 
 def _flag(side: bool | list[str]) -> bool | None:

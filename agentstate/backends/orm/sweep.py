@@ -79,7 +79,11 @@ class SweepOperations(Operations):
     def _expire_approval_requests(self, size: int, approval_ttl: timedelta) -> Changed[int]:
         due = list(
             self.lock_own(
-                self.rows(ApprovalRequest).pending().older_than(approval_ttl), skip_locked=True
+                self.rows(ApprovalRequest)
+                .pending()
+                .filter(deadline__isnull=True)
+                .older_than(approval_ttl),
+                skip_locked=True,
             )
             .order_by("created_at")
             .values_list("pk", "created_by_id", "run__run_id", "tool_name", "call_id")[:size]

@@ -1,4 +1,5 @@
-"""The PostgreSQL backend: every operation one round trip.
+"""The PostgreSQL backend: every operation one round trip (but oversight's rules,
+``consume`` and ``apply_deadlines``: ``oversight``).
 
 Each operation is one call of a PL/pgSQL function (``sql/*.sql``, installed
 by the migrations: ``schema``) that does the whole operation, its audit
@@ -27,6 +28,7 @@ from .auth import AuthOperations
 from .budgets import BudgetOperations
 from .checkpoints import CheckpointOperations
 from .context import ContextOperations
+from .oversight import OversightOperations
 from .pauses import PauseOperations
 from .policies import PolicyOperations
 from .runs import RunOperations
@@ -43,6 +45,7 @@ class PostgreSQLBackend(
     PauseOperations,
     PolicyOperations,
     RunOperations,
+    OversightOperations,
     BudgetOperations,
     CheckpointOperations,
     StoreOperations,

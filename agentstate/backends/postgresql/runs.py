@@ -10,11 +10,11 @@ from django.db import connections
 
 from agentstate.backends.base import Changed
 from agentstate.backends.events import from_json as events_from_json
-from agentstate.db import Json, cursor, decoded, from_json
+from agentstate.db import Json, cursor, decoded, from_json, group_membership
 from agentstate.models import ApprovalRequest, Run
 from agentstate.policies import DECIDED_BY_POLICY, POLICY_ACTOR
 from agentstate.records import DECIDED_BY_RECORDS
-from agentstate.types import Actor, Reach, Records
+from agentstate.types import Actor, Reach, Records, Verdict, arguments_digest
 
 
 def _creator(reach: Reach | None) -> int | None:
@@ -88,17 +88,24 @@ class RunOperations:
         return dict(self.call("records", p_run_id=run_id, p_reach=_creator(reach)))
 
     def is_tool_approved(
-        self, run_id: str, tool_name: str, call_id: str, arguments: Any, reach: Reach | None
-    ) -> bool | None:
+        self,
+        run_id: str,
+        tool_name: str,
+        call_id: str,
+        arguments: Any,
+        digest: str | None,
+        reach: Reach | None,
+    ) -> Verdict:
         result = self.call(
             "is_tool_approved",
             p_run_id=run_id,
             p_tool=tool_name,
             p_call=call_id,
             p_arguments=None if arguments is None else Json(arguments),
+            p_digest=digest,
             p_reach=_creator(reach),
         )
-        return cast(bool | None, result["approved"])
+        return cast(bool | None, result["approved"]), result.get("reason")
 
     def record_decision(
         self,
@@ -161,6 +168,7 @@ class RunOperations:
             p_reach=_creator(reach),
             p_user=by.user_id,
             p_actor=by.name,
+            p_digest=arguments_digest(arguments),
         )
         return Changed(
             (self._request(result), result["created"]),
@@ -187,6 +195,8 @@ class RunOperations:
             p_ttl=approval_ttl,
             p_user=by.user_id,
             p_actor=by.name,
+            p_digest=None if arguments is None else arguments_digest(arguments),
+            p_membership=group_membership(),
         )
         return Changed(self._request(result), events_from_json(result["events"], self.alias))
 

@@ -233,12 +233,22 @@ $$;
 
 -- The records first; left undecided, the active policies (35_policies.sql).
 CREATE FUNCTION agentstate_is_tool_approved(
-    p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_reach bigint
+    p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_digest text, p_reach bigint
 ) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
-    SELECT jsonb_build_object('approved', coalesce(agentstate_decision(rn.id, p_tool, p_call),
-                                                   agentstate_policy_decision(rn, p_tool, p_arguments)))
-    FROM agentstate_reached_run(p_run_id, p_reach) AS rn
+    -- Approved, and p_digest given: approved only for the arguments the call's
+    -- request was approved with (its arguments_digest); other ones answer false,
+    -- arguments_changed.
+    SELECT CASE WHEN verdict.approved AND p_digest IS NOT NULL AND EXISTS (
+                    SELECT FROM agentstate_approvalrequest q
+                    WHERE q.run_id = verdict.run AND q.call_id = p_call AND q.status = 'approved'
+                      AND q.arguments_digest <> '' AND q.arguments_digest <> p_digest)
+                THEN jsonb_build_object('approved', false, 'reason', 'arguments_changed')
+                ELSE jsonb_build_object('approved', verdict.approved) END
+    FROM (SELECT rn.id AS run, coalesce(agentstate_decision(rn.id, p_tool, p_call),
+                                        agentstate_policy_decision(rn, p_tool, p_arguments))
+                 AS approved
+          FROM agentstate_reached_run(p_run_id, p_reach) AS rn) AS verdict
 $$;
 
 -- Write a decision into the tool's record (the caller holds the run's row
@@ -335,12 +345,32 @@ BEGIN
 END $$;
 
 -- A request's status as listings show it: pending past the TTL is expired.
-CREATE FUNCTION agentstate_current_status(p_status text, p_created_at timestamptz, p_ttl interval)
-RETURNS text
+CREATE FUNCTION agentstate_current_status(
+    p_status text, p_created_at timestamptz, p_deadline timestamptz, p_ttl interval
+) RETURNS text
 LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN p_status = 'pending' AND p_created_at <= statement_timestamp() - p_ttl
+    SELECT CASE WHEN p_status = 'pending'
+                     AND coalesce(p_deadline, p_created_at + p_ttl) <= statement_timestamp()
                 THEN 'expired' ELSE p_status END
 $$;
+
+-- Whether user p_user is a member of group p_group, by the site's user model's
+-- membership table: p_membership is {table, user column, group column} (NULL:
+-- the user model has no groups).
+CREATE FUNCTION agentstate_in_group(p_user bigint, p_group bigint, p_membership text[])
+RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    member boolean;
+BEGIN
+    IF p_user IS NULL OR p_group IS NULL OR p_membership IS NULL THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('SELECT EXISTS (SELECT FROM %I WHERE %I = $1 AND %I = $2)',
+                   p_membership[1], p_membership[2], p_membership[3])
+        INTO member USING p_user, p_group;
+    RETURN member;
+END $$;
 
 -- The run's request for p_call, filed now unless one exists (answered as it
 -- is, no event); filed already decided when the run's records decide the
@@ -351,13 +381,15 @@ $$;
 CREATE FUNCTION agentstate_request_approval(
     p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_decided_reason text,
     p_policy_reason text, p_policy_actor text, p_ttl interval, p_reach bigint, p_user bigint,
-    p_actor text
+    p_actor text, p_digest text
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     req agentstate_approvalrequest;
+    rl agentstate_approvalrule;
+    due timestamptz;
     pol_id bigint;
     pol_approve boolean;
     pol_reason text;
@@ -370,7 +402,7 @@ BEGIN
     IF FOUND THEN
         RETURN jsonb_build_object(
             'request', to_jsonb(req) || jsonb_build_object('current_status',
-                agentstate_current_status(req.status, req.created_at, p_ttl)),
+                agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl)),
             'run', to_jsonb(rn), 'created', false, 'events', '[]'::jsonb);
     END IF;
     decided := agentstate_decision(rn.id, p_tool, p_call);
@@ -381,9 +413,16 @@ BEGIN
         FROM agentstate_deciding_policy(rn, p_tool, p_arguments) AS d;
         decided := pol_approve;
     END IF;
+    -- The tool's rule as it stands now (shared lock: a change of it waits), copied.
+    SELECT * INTO rl FROM agentstate_approvalrule WHERE tool_name = p_tool FOR SHARE;
+    IF rl.id IS NOT NULL THEN
+        due := statement_timestamp() + coalesce(make_interval(secs => rl.deadline), p_ttl);
+    END IF;
     INSERT INTO agentstate_approvalrequest
         (run_id, tool_name, call_id, arguments, status, always, created_by_id, decided_at,
-         reason, policy_id, created_at)
+         reason, policy_id, created_at, rule_id, approvals_required, reviewers_id,
+         allow_self_approval, deadline, on_deadline, remind_at, escalate_at, escalate_to_id,
+         arguments_digest)
     VALUES (rn.id, p_tool, p_call, p_arguments,
             CASE decided WHEN true THEN 'approved' WHEN false THEN 'rejected' ELSE 'pending' END,
             decided IS NOT NULL AND pol_id IS NULL AND coalesce(permanent, false), p_user,
@@ -391,19 +430,26 @@ BEGIN
             CASE WHEN pol_id IS NOT NULL THEN coalesce(nullif(pol_reason, ''),
                                                        format(p_policy_reason, pol_id))
                  WHEN decided IS NOT NULL THEN p_decided_reason ELSE '' END,
-            pol_id, statement_timestamp())
+            pol_id, statement_timestamp(), rl.id, coalesce(rl.approvals_required, 1),
+            rl.reviewers_id, coalesce(rl.allow_self_approval, true), due,
+            coalesce(rl.on_deadline, 'expire'), due - make_interval(secs => rl.remind_before),
+            statement_timestamp() + make_interval(secs => rl.escalate_after), rl.escalate_to_id,
+            p_digest)
     RETURNING * INTO req;
     requested := agentstate_record('approval.requested', 'approvalrequest', req.id::text, p_user,
         p_actor, req.created_by_id, '', jsonb_build_object(
             'run_id', rn.run_id, 'tool_name', p_tool, 'call_id', p_call, 'status', req.status,
-            'policy', req.policy_id));
+            'policy', req.policy_id)
+        || CASE WHEN rl.id IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
+            'arguments', p_arguments, 'arguments_digest', p_digest, 'rule', rl.id,
+            'approvals_required', req.approvals_required, 'deadline', req.deadline) END);
     IF pol_id IS NOT NULL THEN
         changed := agentstate_write_decision(rn, p_tool, p_call, decided, false, req.reason,
             NULL, format(p_policy_actor, pol_id));
     END IF;
     RETURN jsonb_build_object(
         'request', to_jsonb(req) || jsonb_build_object('current_status',
-            agentstate_current_status(req.status, req.created_at, p_ttl)),
+            agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl)),
         'run', to_jsonb(rn), 'created', true,
         'events', CASE WHEN changed IS NULL THEN jsonb_build_array(requested)
                        ELSE jsonb_build_array(requested, changed) END);
@@ -413,10 +459,17 @@ END $$;
 -- the request's, whose status is then read as it is (a racing decision
 -- committed meanwhile is seen: AlreadyDecided).
 -- p_arguments (NULL: none) is what the reviewer approved instead of the filed
--- arguments, kept as approved_arguments unless it equals them.
+-- arguments, kept as approved_arguments unless it equals them; p_digest is its
+-- digest (NULL: the filed arguments', the request's arguments_digest).
+-- Separation of duties first: the run's creator unless the request allows it
+-- (SelfApproval); outside its reviewers, and its escalation group once due
+-- (NotAReviewer). A request filed under a rule past its deadline is Expired
+-- whatever the sweep did. Under a rule each decision is a vote (one per
+-- reviewer: AlreadyVoted); an approve decides once approvals_required votes
+-- approved the same digest, a reject at once.
 CREATE FUNCTION agentstate_decide(
     p_id bigint, p_approve boolean, p_always boolean, p_reason text, p_arguments jsonb,
-    p_ttl interval, p_user bigint, p_actor text
+    p_ttl interval, p_user bigint, p_actor text, p_digest text, p_membership text[]
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan AS $$
@@ -425,7 +478,10 @@ DECLARE
     req agentstate_approvalrequest;
     changed jsonb;
     decided jsonb;
+    voted jsonb;
     edited jsonb;
+    approvals integer;
+    digest text;
 BEGIN
     SELECT r.* INTO rn FROM agentstate_run r
     WHERE r.id = (SELECT q.run_id FROM agentstate_approvalrequest q WHERE q.id = p_id) FOR UPDATE;
@@ -433,22 +489,57 @@ BEGIN
     IF rn.id IS NULL OR req.id IS NULL THEN
         RETURN agentstate_refuse('ApprovalRequestNotFound', jsonb_build_object('id', p_id));
     END IF;
-    IF agentstate_current_status(req.status, req.created_at, p_ttl) = 'expired' THEN
+    IF NOT req.allow_self_approval AND p_user IS NOT NULL AND rn.created_by_id = p_user THEN
+        RETURN agentstate_refuse('SelfApproval', '{}');
+    END IF;
+    IF (req.reviewers_id IS NOT NULL OR (req.approvals_required > 1 AND p_user IS NULL))
+       AND NOT agentstate_in_group(p_user, req.reviewers_id, p_membership)
+       AND NOT (coalesce(req.escalate_at <= statement_timestamp(), false)
+                AND agentstate_in_group(p_user, req.escalate_to_id, p_membership)) THEN
+        RETURN agentstate_refuse('NotAReviewer', jsonb_build_object('tool_name', req.tool_name));
+    END IF;
+    IF coalesce(req.deadline <= statement_timestamp(), false)
+       OR agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl) = 'expired' THEN
         RETURN agentstate_refuse('ApprovalRequestExpired', '{}');
     END IF;
     IF req.status <> 'pending' THEN
         RETURN agentstate_refuse('AlreadyDecided', jsonb_build_object(
             'status', req.status, 'decided_by_id', req.decided_by_id));
     END IF;
-    changed := agentstate_write_decision(
-        rn, req.tool_name, req.call_id, p_approve, p_always, p_reason, p_user, p_actor);
     IF p_arguments IS DISTINCT FROM req.arguments THEN
         edited := p_arguments;
     END IF;
+    digest := coalesce(p_digest, req.arguments_digest);
+    IF req.rule_id IS NOT NULL THEN
+        IF EXISTS (SELECT FROM agentstate_vote v WHERE v.request_id = req.id AND v.by_id = p_user)
+        THEN
+            RETURN agentstate_refuse('AlreadyVoted', jsonb_build_object('id', req.id));
+        END IF;
+        INSERT INTO agentstate_vote (request_id, by_id, decision, arguments, arguments_digest,
+                                     reason, at)
+        VALUES (req.id, p_user, CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
+                coalesce(edited, req.arguments), digest, p_reason, statement_timestamp());
+        SELECT count(*) INTO approvals FROM agentstate_vote v
+        WHERE v.request_id = req.id AND v.decision = 'approve' AND v.arguments_digest = digest;
+        voted := agentstate_record('approval.voted', 'approvalrequest', req.id::text, p_user,
+            p_actor, req.created_by_id, '', jsonb_build_object(
+                'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id,
+                'decision', CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
+                'arguments_digest', digest, 'reason', p_reason,
+                'approvals', approvals, 'approvals_required', req.approvals_required));
+        IF p_approve AND approvals < req.approvals_required THEN
+            RETURN jsonb_build_object(
+                'request', to_jsonb(req) || jsonb_build_object('current_status', req.status),
+                'run', to_jsonb(rn), 'events', jsonb_build_array(voted));
+        END IF;
+    END IF;
+    changed := agentstate_write_decision(
+        rn, req.tool_name, req.call_id, p_approve, p_always, p_reason, p_user, p_actor);
     UPDATE agentstate_approvalrequest
     SET status = CASE WHEN p_approve THEN 'approved' ELSE 'rejected' END, always = p_always,
         decided_by_id = p_user, reason = p_reason, decided_at = statement_timestamp(),
-        approved_arguments = edited
+        approved_arguments = edited,
+        arguments_digest = CASE WHEN p_approve THEN digest ELSE req.arguments_digest END
     WHERE id = req.id
     RETURNING * INTO req;
     decided := agentstate_record('approval.decided', 'approvalrequest', req.id::text, p_user,
@@ -457,8 +548,12 @@ BEGIN
             'decision', CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
             'always', p_always, 'reason', p_reason)
         || CASE WHEN edited IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
-            'arguments', req.arguments, 'approved_arguments', edited) END);
+            'arguments', req.arguments, 'approved_arguments', edited) END
+        || CASE WHEN req.rule_id IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
+            'arguments_digest', req.arguments_digest) END);
     RETURN jsonb_build_object(
         'request', to_jsonb(req) || jsonb_build_object('current_status', req.status),
-        'run', to_jsonb(rn), 'events', jsonb_build_array(changed, decided));
+        'run', to_jsonb(rn), 'events', CASE WHEN voted IS NULL
+            THEN jsonb_build_array(changed, decided)
+            ELSE jsonb_build_array(voted, changed, decided) END);
 END $$;

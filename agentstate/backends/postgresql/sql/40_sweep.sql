@@ -52,7 +52,7 @@ CREATE FUNCTION agentstate_expire_approval_requests(
 LANGUAGE sql AS $$
     WITH batch AS (
         SELECT id FROM agentstate_approvalrequest
-        WHERE status = 'pending' AND created_at <= now() - p_ttl
+        WHERE status = 'pending' AND deadline IS NULL AND created_at <= now() - p_ttl
         ORDER BY created_at LIMIT p_size
         FOR UPDATE SKIP LOCKED
     ), expired AS (

@@ -1,0 +1,68 @@
+"""The admin under rules: actionable only for who may decide, votes so far, the
+audit trail, and rules managed through the services."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from agentstate.models import ApprovalRule, Event
+from agentstate.services import approvals, oversight
+
+pytestmark = pytest.mark.django_db
+
+
+def browser(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def change_url(request) -> str:
+    return reverse("admin:agentstate_approvalrequest_change", args=[request.pk])
+
+
+def test_only_a_reviewer_of_the_rule_gets_the_buttons(run, reviewer, make_user):
+    oversight.create_rule("pay", approvals_required=2, reviewers="payments-reviewers")
+    carol, dave = reviewer("carol"), reviewer("dave")
+    for user in (carol, dave):
+        user.is_staff = True
+        user.save()
+    outsider = make_user("outsider", "agentstate.decide_approvalrequest", is_staff=True)
+    request = approvals.request_approval(run, "pay", "c1", {"amount": 10})
+    assert b'id="approve-button"' in browser(carol).get(change_url(request)).content
+    assert b'id="approve-button"' not in browser(outsider).get(change_url(request)).content
+    listing = browser(outsider).get(
+        reverse("admin:agentstate_approvalrequest_changelist") + "?yours=1"
+    )
+    assert listing.status_code == 200 and b"c1" not in listing.content
+    # a vote through the page, then the page shows it and the audit trail
+    voted = browser(carol).post(change_url(request), {"_decision": "approve", "reason": "fine"})
+    assert voted.status_code == 302
+    page = browser(dave).get(change_url(request)).content.decode()
+    assert "carol" in page and "approval.voted" in page and "approval.requested" in page
+    browser(dave).post(change_url(request), {"_decision": "approve", "arguments": '{"amount": 5}'})
+    request.refresh_from_db()
+    assert request.status == "pending"  # dave approved other arguments: the count restarts
+    assert request.votes.count() == 2
+
+
+def test_rules_in_the_admin_write_events(make_user, payments_team):
+    admin_user = make_user("boss", is_staff=True, is_superuser=True)
+    client = browser(admin_user)
+    added = client.post(
+        reverse("admin:agentstate_approvalrule_add"),
+        {
+            "tool_name": "pay",
+            "approvals_required": "2",
+            "reviewers": str(payments_team.pk),
+            "on_deadline": "reject",
+            "deadline": "3600",
+            "remind_before": "900",
+        },
+    )
+    assert added.status_code == 302, added.content
+    rule = ApprovalRule.objects.get()
+    assert (rule.approvals_required, rule.reviewers_id) == (2, payments_team.pk)
+    assert Event.objects.filter(kind="rule.created", actor="boss").exists()
+    client.post(reverse("admin:agentstate_approvalrule_delete", args=[rule.pk]), {"post": "yes"})
+    assert Event.objects.filter(kind="rule.deleted").exists()

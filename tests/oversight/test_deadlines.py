@@ -1,0 +1,91 @@
+"""Deadlines that act: the sweep applies on_deadline once, reminds once, escalates once."""
+
+from datetime import timedelta
+
+import pytest
+
+from agentstate.exceptions import ApprovalRequestExpired
+from agentstate.models import ApprovalRequest, Event
+from agentstate.services import approvals, oversight, runs
+from agentstate.services.sweep import sweep
+
+from .conftest import shift
+
+pytestmark = pytest.mark.django_db(transaction=True)
+PAST = -timedelta(seconds=1)
+
+
+def _kinds(request: ApprovalRequest) -> list[tuple[str, str]]:
+    return list(
+        Event.objects.filter(object_type="approvalrequest", object_id=str(request.pk))
+        .order_by("pk")
+        .values_list("kind", "actor")
+    )
+
+
+@pytest.mark.parametrize(
+    "on_deadline,status,approved", [("reject", "rejected", False), ("approve", "approved", True)]
+)
+def test_the_sweep_decides_at_the_deadline_once(run, reviewer, on_deadline, status, approved):
+    rule = oversight.create_rule("pay", deadline=3600, on_deadline=on_deadline)
+    request = approvals.request_approval(run, "pay", "c1", {"amount": 1})
+    assert sweep().expired_approval_requests == 0
+    shift(request, deadline=PAST)
+    assert sweep().expired_approval_requests == 1
+    assert sweep().expired_approval_requests == 0
+    request.refresh_from_db()
+    assert (request.status, request.decided_by_id) == (status, None)
+    assert runs.is_tool_approved(run, "pay", "c1") is approved
+    decided = Event.objects.get(kind="approval.decided", object_id=str(request.pk))
+    assert decided.actor == f"rule:{rule.pk}" and decided.user_id is None
+    with pytest.raises(ApprovalRequestExpired):  # whatever the sweep did
+        approvals.decide(request, "approve", by=reviewer("carol"))
+
+
+def test_expire_at_the_deadline(run):
+    oversight.create_rule("pay", deadline=60)
+    request = approvals.request_approval(run, "pay", "c1")
+    shift(request, deadline=PAST)
+    # before the sweep the listing already reads expired
+    listed = approvals.with_current_status(ApprovalRequest.objects.filter(pk=request.pk)).get()
+    assert listed.current_status == "expired"
+    sweep()
+    request.refresh_from_db()
+    assert request.status == "expired"
+    assert _kinds(request)[-1][0] == "approval.expired"
+
+
+def test_a_longer_deadline_outlives_the_ttl(run, settings):
+    settings.AGENTSTATE = {"APPROVAL_TTL": timedelta(seconds=1)}
+    oversight.create_rule("pay", deadline=3600)
+    request = approvals.request_approval(run, "pay", "c1")
+    ApprovalRequest.objects.filter(pk=request.pk).update(
+        created_at=request.created_at - timedelta(hours=1) + timedelta(minutes=5)
+    )
+    sweep()
+    request.refresh_from_db()
+    assert request.status == "pending"
+
+
+def test_reminder_and_escalation_are_written_once(run, leads, reviewer):
+    oversight.create_rule(
+        "pay",
+        reviewers="payments-reviewers",
+        deadline=3600,
+        remind_before=900,
+        escalate_after=1800,
+        escalate_to=leads,
+    )
+    request = approvals.request_approval(run, "pay", "c1")
+    sweep()
+    assert [k for k, _ in _kinds(request)] == ["approval.requested"]
+    shift(request, remind_at=PAST, escalate_at=PAST)
+    sweep()
+    sweep()
+    assert [k for k, _ in _kinds(request)] == [
+        "approval.requested",
+        "approval.expiring",
+        "approval.escalated",
+    ]
+    lead = reviewer("lead", leads)
+    assert approvals.decide(request, "reject", by=lead).status == "rejected"

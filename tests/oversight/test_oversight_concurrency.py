@@ -1,0 +1,83 @@
+"""Races, with real threads and their own connections (``concurrently``): the
+deciding vote, the deadline against a decision, and using an approval."""
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from agentstate.exceptions import AlreadyConsumed, AlreadyDecided, ApprovalRequestExpired
+from agentstate.models import ApprovalRequest, Event, Vote
+from agentstate.services import approvals, oversight, runs
+from agentstate.services.sweep import sweep
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_two_deciding_votes_at_once_make_one_decision(concurrently, alice, reviewer):
+    oversight.create_rule("pay", approvals_required=2, reviewers="payments-reviewers")
+    first, *racers = [reviewer(f"r{i}") for i in range(3)]
+    run = runs.create_run("vote-race", user=alice)
+    for round_ in range(5):
+        request = approvals.request_approval(run, "pay", f"c{round_}", {"n": round_})
+        approvals.decide(request, "approve", by=first)
+
+        def vote(i: int, pk: int = request.pk):
+            return approvals.decide(pk, "approve", by=racers[i])
+
+        results = concurrently(2, vote)
+        winners = [r for r in results if isinstance(r, ApprovalRequest)]
+        late = [r for r in results if isinstance(r, AlreadyDecided)]
+        assert len(winners) == 1 and len(late) == 1, results
+        assert winners[0].status == "approved"
+        assert Vote.objects.filter(request_id=request.pk).count() == 2
+        decided = Event.objects.filter(kind="approval.decided", object_id=str(request.pk))
+        assert decided.count() == 1
+
+
+def test_a_decision_racing_the_deadline_is_one_or_the_other(concurrently, alice, reviewer):
+    rule = oversight.create_rule("pay", deadline=3600, on_deadline="reject")
+    carol = reviewer("carol")
+    run = runs.create_run("deadline-race", user=alice)
+    for round_ in range(4):
+        request = approvals.request_approval(run, "pay", f"c{round_}")
+        due = timezone.now() + timedelta(milliseconds=300)
+        ApprovalRequest.objects.filter(pk=request.pk).update(deadline=due)
+
+        def act(i: int, pk: int = request.pk, due=due):
+            while timezone.now() < due - timedelta(milliseconds=20):
+                time.sleep(0.005)
+            if i == 0:
+                try:
+                    return approvals.decide(pk, "approve", by=carol)
+                except ApprovalRequestExpired as error:
+                    return error
+            for _ in range(20):
+                sweep()
+                time.sleep(0.02)
+            return None
+
+        decided, _ = concurrently(2, act)
+        stored = ApprovalRequest.objects.get(pk=request.pk)
+        events = Event.objects.filter(kind="approval.decided", object_id=str(request.pk))
+        assert events.count() == 1
+        if isinstance(decided, ApprovalRequest):
+            assert stored.status == "approved" and events.get().actor == "carol"
+        else:
+            assert isinstance(decided, ApprovalRequestExpired), decided
+            assert stored.status == "rejected" and events.get().actor == f"rule:{rule.pk}"
+
+
+def test_two_consumers_at_once_use_it_once(concurrently, alice):
+    run = runs.create_run("consume-race", user=alice)
+    request = approvals.request_approval(run, "mail", "c1", {"to": "bob"})
+    approvals.decide(request, "approve", by=alice)
+
+    def use(i: int):
+        return oversight.consume("consume-race", "mail", "c1", {"to": "bob"})
+
+    results = concurrently(4, use)
+    assert sum(isinstance(r, ApprovalRequest) for r in results) == 1
+    assert sum(isinstance(r, AlreadyConsumed) for r in results) == 3, results
+    assert Event.objects.filter(kind="approval.consumed").count() == 1
