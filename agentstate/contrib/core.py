@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import abc
 import json
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -233,6 +234,18 @@ class RemoteStore:
     def peek_state(self, run_id: str) -> str | None:
         kept: str | None = self.client.get_state(STATE_SCOPE, run_id)
         return kept
+
+    def wait_decided(self, run_id: str, timeout: float) -> list[Review]:
+        """Long-poll each pending request in turn (``wait_for_decision``) until none is
+        pending or ``timeout`` seconds have passed; the run's reviews then."""
+        deadline = time.monotonic() + timeout
+        for review in self.reviews(run_id):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if review.pending:
+                self.client.wait_for_decision(review.id, left)
+        return self.reviews(run_id)
 
     def take_state(self, run_id: str) -> str | None:
         try:
@@ -466,6 +479,16 @@ class Bridge(abc.ABC):
         name = self.name or _resuming.get()
         kept = json.dumps({"bridge": name, "state": saved}, ensure_ascii=False)
         await off_loop(self.store.keep_state)(run_id, kept)
+
+    async def await_decided(self, run_id: str, timeout: float) -> list[Review]:
+        """The run's reviews once none of them is pending (decided or expired), or as
+        they stand after ``timeout`` seconds: a run's wait for its reviewers, told at
+        once of each decision rather than polling."""
+        return await off_loop(self.store.wait_decided)(run_id, timeout)
+
+    def wait_decided(self, run_id: str, timeout: float) -> list[Review]:
+        """``await_decided`` for sync code."""
+        return async_to_sync(self.await_decided)(run_id, timeout)
 
     async def peek(self, run_id: str) -> Any:
         """The framework state a waiting run keeps, without taking it (``None``: none)."""

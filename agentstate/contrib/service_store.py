@@ -64,6 +64,11 @@ class ServiceStore:
         ).order_by("pk")
         return [self._review(request) for request in requests]
 
+    def wait_decided(self, run_id: str, timeout: float) -> list[Review]:
+        """The run's reviews once none is pending, or after ``timeout`` seconds, woken by
+        each decision (``approvals.wait_run_decided``)."""
+        return [self._review(r) for r in approvals.wait_run_decided(run_id, timeout)]
+
     def add_usage(self, run_id: str, **usage: Unpack[UsageDelta]) -> None:
         runs.add_usage(run_id, **usage)
 

@@ -5,6 +5,9 @@ decides it through the service layer in another thread; a bridge built
 afresh (as another process would) resumes the run from the stored state.
 """
 
+import threading
+import time
+
 import pytest
 from agents import Agent, ModelResponse, RunConfig, Usage, function_tool
 from agents.models.interface import Model
@@ -114,6 +117,23 @@ def test_approved_call_runs_once_after_the_reviewer_decides(reviewer):
     }
     assert later.bridge().resume("run-approve").status == BUSY
     assert first.sent + later.sent == ["bob"]
+
+
+def test_a_run_waits_for_its_reviewers_and_is_told_of_the_decision(reviewer):
+    first = Mailer(email("bob", "call-1"))
+    outcome = first.bridge().start("mail bob", run_id="run-wait")
+    bridge = Mailer(done("mailed")).bridge()
+    # nobody decides: the wait ends at its timeout with the request still pending
+    assert [review.pending for review in bridge.wait_decided("run-wait", 0.3)] == [True]
+
+    decided = threading.Timer(0.5, review_in_thread, (outcome.pending[0].id, "approve", reviewer))
+    decided.start()
+    started = time.monotonic()
+    reviews = bridge.wait_decided("run-wait", 30)
+    decided.join()
+    assert [review.status for review in reviews] == ["approved"]
+    assert time.monotonic() - started < 30  # woken by the decision, not the timeout
+    assert bridge.resume("run-wait").status == FINISHED
 
 
 def test_rejected_call_never_runs_and_the_model_hears_why(reviewer):
