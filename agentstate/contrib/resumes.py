@@ -112,6 +112,11 @@ def _expired_leases(now: datetime) -> list[tuple[str | None, str]]:
             try:  # the state back, unless the run waits again with a newer one
                 context.put(STATE_SCOPE, run_id, lease["kept"], if_version=0, by="bridge")
                 put_back = True
+                # The approvals the dead resume consumed go back with its state: the
+                # retry runs those calls (a step of a killed resume runs again).
+                ApprovalRequest.objects.filter(
+                    run__run_id=run_id, consumed_at__gte=taken_at
+                ).update(consumed_at=None)
             except VersionMismatch:
                 put_back = False
             try:  # the lease gone, unless it was taken again meanwhile
