@@ -188,7 +188,8 @@ class Traffic:
             except AlreadyDecided:
                 # the unanswered attempt decided it
                 status = client.get_approval_request(request["id"])["status"]
-                assert status == f"{decision}d", (request["id"], status, decision)
+                decided = {"approve": "approved", "reject": "rejected"}[decision]
+                assert status == decided, (request["id"], status, decision)
 
         self._again("decide", decide)
         self.decided[request["id"]] = decision
