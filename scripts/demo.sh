@@ -23,7 +23,7 @@ echo "==> starting a Celery worker with beat (sweep every ${AGENTSTATE_SWEEP_SEC
 celery -A project worker --beat --concurrency 1 --loglevel INFO \
   --schedule "${AGENTSTATE_VAR_DIR:-var}/celerybeat-schedule" >"${AGENTSTATE_VAR_DIR:-var}/celery.log" 2>&1 &
 CELERY_PID=$!
-trap 'kill $CELERY_PID 2>/dev/null; wait $CELERY_PID 2>/dev/null' EXIT INT TERM
+trap 'kill $CELERY_PID 2>/dev/null || true; wait $CELERY_PID 2>/dev/null || true' EXIT INT TERM
 echo "    worker log: ${AGENTSTATE_VAR_DIR:-var}/celery.log"
 
 echo "==> serving on http://127.0.0.1:$PORT/  (API docs /api/docs/ and /api/redoc/, admin /admin/)"

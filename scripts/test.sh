@@ -53,7 +53,8 @@ CHECKS="$(mktemp -d)"
   lint-imports --no-cache
 ) >"$CHECKS/log" 2>&1 &
 CHECKS_PID=$!
-trap 'kill "$CHECKS_PID" 2>/dev/null; rm -rf "$CHECKS"' EXIT
+# kill fails when the checks have already ended: that must not fail the command (set -e).
+trap 'kill "$CHECKS_PID" 2>/dev/null || true; rm -rf "$CHECKS"' EXIT
 status=0
 python -m pytest "${WORKERS[@]}" "$@" || status=$?
 if wait "$CHECKS_PID"; then
