@@ -90,8 +90,10 @@ def arguments_digest(arguments: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-# Who the records and events name as having decided a request at its rule's deadline.
+# Who the records and events name as having decided a request at its rule's deadline,
+# and the reason they give.
 RULE_ACTOR = "rule:%s"
+DEADLINE_REASON = "Decided at its deadline by its approval rule."
 
 # What a check of one call answers: approved (``True``, ``False``, ``None``:
 # pending) and why not, when the reason is worth saying (``"arguments_changed"``).

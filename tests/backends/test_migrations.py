@@ -76,6 +76,26 @@ def test_the_migrations_define_every_function_as_the_current_sql():
     )
 
 
+def test_each_reverse_file_leaves_the_functions_as_the_migrations_before_it():
+    """Undoing a migration's SQL gives back every function as the earlier files
+    defined it (a function the migration changed, recreated as it was)."""
+    files = _frozen_files()
+    differ = {}
+    for k, forward in enumerate(files[1:], start=1):
+        before = _defined([FROZEN / name for name in files[:k]])
+        undone = _defined(
+            [FROZEN / name for name in files[: k + 1]]
+            + [FROZEN / forward.replace(".sql", ".reverse.sql")]
+        )
+        differ[forward] = sorted(
+            f"{kind} {name}"
+            for kind, name in before.keys() | undone.keys()
+            if before.get((kind, name)) != undone.get((kind, name))
+        )
+    assert len(differ) >= 4
+    assert {file: names for file, names in differ.items() if names} == {}
+
+
 def test_every_frozen_sql_file_is_run_by_the_migration_of_its_number():
     loader = MigrationLoader(None, ignore_no_migrations=True)
     run = {

@@ -80,13 +80,15 @@ def test_each_batch_of_the_sweep_is_one_call():
     PausedRun.objects.update(expires_at=Now() - timedelta(seconds=1))
     with CaptureQueriesContext(connection) as queries:
         assert sweep(batch_size=2).expired_pauses == 5
-    # 2 + 2 + 1 pauses, then one call each that finds no request, no old pause, no old
-    # event, no expired LangGraph store item (threads are kept: THREAD_TTL is unset)
+    # 2 + 2 + 1 pauses, then one call each that finds no request past the TTL, no
+    # request at a deadline, no old pause, no old event, no expired LangGraph store
+    # item (threads are kept: THREAD_TTL is unset)
     assert [sql.split("(")[0] for sql in calls(queries)] == [
         "SELECT agentstate_expire_pauses",
         "SELECT agentstate_expire_pauses",
         "SELECT agentstate_expire_pauses",
         "SELECT agentstate_expire_approval_requests",
+        "SELECT agentstate_apply_deadlines",
         "SELECT agentstate_purge_pauses",
         "SELECT agentstate_purge_events",
         "SELECT agentstate_purge_store_items",

@@ -30,7 +30,7 @@ from agentstate.exceptions import (
 from agentstate.models import ApprovalRequest, ApprovalRule, Event, Run
 from agentstate.models.choices import OnDeadline
 from agentstate.records import APPROVE, REJECT
-from agentstate.types import RULE_ACTOR, SWEEPER, Actor, Reach
+from agentstate.types import DEADLINE_REASON, RULE_ACTOR, SWEEPER, Actor, Reach
 
 from .operations import Operations
 
@@ -277,7 +277,7 @@ class OversightOperations(Operations):
                 updated.append("status")
             else:
                 approve = request.on_deadline == OnDeadline.APPROVE
-                reason = f"Decided at its deadline by approval rule {request.rule_id}."
+                reason = DEADLINE_REASON
                 written.append(
                     self._deadline_decision(
                         run, request.tool_name, request.call_id, approve, reason, rule_actor

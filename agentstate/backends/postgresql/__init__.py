@@ -1,5 +1,5 @@
-"""The PostgreSQL backend: every operation one round trip (but oversight's rules,
-``consume`` and ``apply_deadlines``: ``oversight``).
+"""The PostgreSQL backend: every operation one round trip (but the approval rules'
+changes: ``oversight``).
 
 Each operation is one call of a PL/pgSQL function (``sql/*.sql``, installed
 by the migrations: ``schema``) that does the whole operation, its audit

@@ -1,29 +1,43 @@
-"""Oversight on PostgreSQL: the rules, ``consume`` and the deadlines' sweep in the
-ORM's form (``backends.orm.oversight``: one transaction each, under the row locks
-of the run then the request), the run's record of a call decided at its deadline
-written by ``agentstate_write_decision`` as every decision is."""
+"""Oversight on PostgreSQL: ``consume`` (``sql/30_runs.sql``) and each batch of the
+deadlines' sweep (``sql/40_sweep.sql``) one call each; the approval rules,
+changed rarely and by staff, in the ORM's form (``backends.orm.oversight``: one
+transaction each)."""
 
-import json
+from collections.abc import Callable
+from typing import Any
 
-from django.db import connections
-
+from agentstate.backends.base import Changed
 from agentstate.backends.events import from_json as events_from_json
 from agentstate.backends.orm.oversight import OversightOperations as ORMOversight
-from agentstate.models import Event, Run
-from agentstate.types import Actor
+from agentstate.models import ApprovalRequest
+from agentstate.types import DEADLINE_REASON, RULE_ACTOR, SWEEPER, Actor, Reach
 
 
 class OversightOperations(ORMOversight):
-    def _deadline_decision(
-        self, run: Run, tool_name: str, call_id: str, approve: bool, reason: str, by: Actor
-    ) -> Event:
-        with connections[self.alias].cursor() as cursor:
-            cursor.execute(
-                "SELECT agentstate_write_decision(r, %s, %s, %s, false, %s, NULL, %s)"
-                " FROM agentstate_run r WHERE r.id = %s",
-                [tool_name, call_id, approve, reason, by.name, run.pk],
-            )
-            (event,) = cursor.fetchone()
-        return events_from_json(
-            [json.loads(event) if isinstance(event, str) else event], self.alias
-        )[0]
+    call: Callable[..., dict[str, Any]]
+    _request: Callable[[dict[str, Any]], ApprovalRequest]
+
+    def consume(
+        self, run_id: str, tool_name: str, call_id: str, digest: str, reach: Reach | None, by: Actor
+    ) -> Changed[ApprovalRequest]:
+        result = self.call(
+            "consume",
+            p_run_id=run_id,
+            p_tool=tool_name,
+            p_call=call_id,
+            p_digest=digest,
+            p_reach=None if reach is None else reach.user_id,
+            p_user=by.user_id,
+            p_actor=by.name,
+        )
+        return Changed(self._request(result), events_from_json(result["events"], self.alias))
+
+    def apply_deadlines(self, size: int) -> Changed[int]:
+        result = self.call(
+            "apply_deadlines",
+            p_size=size,
+            p_sweeper=SWEEPER.name,
+            p_rule_actor=RULE_ACTOR,
+            p_reason=DEADLINE_REASON,
+        )
+        return Changed(result["count"], events_from_json(result["events"], self.alias))

@@ -1,9 +1,11 @@
--- Migration 0007 undone: its functions dropped, the ones it changed as 0003 left them.
+-- Migration 0009 undone: its functions dropped, the ones it changed as 0008 left them.
 DROP FUNCTION agentstate_is_tool_approved(text, text, text, jsonb, text, bigint);
 DROP FUNCTION agentstate_current_status(text, timestamptz, timestamptz, interval);
 DROP FUNCTION agentstate_request_approval(text, text, text, jsonb, text, text, text, interval, bigint, bigint, text, text);
 DROP FUNCTION agentstate_decide(bigint, boolean, boolean, text, jsonb, interval, bigint, text, text, text[]);
 DROP FUNCTION agentstate_in_group(bigint, bigint, text[]);
+DROP FUNCTION agentstate_consume(text, text, text, text, bigint, bigint, text);
+DROP FUNCTION agentstate_apply_deadlines(integer, text, text, text);
 
 CREATE OR REPLACE FUNCTION agentstate_current_status(p_status text, p_created_at timestamptz, p_ttl interval)
 RETURNS text
@@ -26,7 +28,8 @@ CREATE OR REPLACE FUNCTION agentstate_request_approval(
     p_policy_reason text, p_policy_actor text, p_ttl interval, p_reach bigint, p_user bigint,
     p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     req agentstate_approvalrequest;
@@ -85,7 +88,8 @@ CREATE OR REPLACE FUNCTION agentstate_decide(
     p_id bigint, p_approve boolean, p_always boolean, p_reason text, p_arguments jsonb,
     p_ttl interval, p_user bigint, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     rn agentstate_run;
     req agentstate_approvalrequest;

@@ -249,3 +249,121 @@ LANGUAGE sql AS $$
         'count', count(*), 'events', coalesce(jsonb_agg(to_jsonb(logged) ORDER BY id), '[]'))
     FROM logged
 $$;
+
+-- Use a run's approval of a call once: the run's row locked first, then the
+-- request's. Refused unless the request is approved (NotApproved), for this
+-- digest when it has one (ArgumentsChanged), and not used yet (AlreadyConsumed).
+CREATE OR REPLACE FUNCTION agentstate_consume(
+    p_run_id text, p_tool text, p_call text, p_digest text, p_reach bigint, p_user bigint,
+    p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    req agentstate_approvalrequest;
+    facts jsonb := jsonb_build_object('tool_name', p_tool, 'call_id', p_call);
+BEGIN
+    SELECT * INTO req FROM agentstate_approvalrequest
+    WHERE run_id = rn.id AND call_id = p_call AND tool_name = p_tool
+    ORDER BY id LIMIT 1 FOR UPDATE;
+    IF req.id IS NULL OR req.status <> 'approved' THEN
+        RETURN agentstate_refuse('NotApproved', facts);
+    END IF;
+    IF req.arguments_digest <> '' AND req.arguments_digest <> p_digest THEN
+        RETURN agentstate_refuse('ArgumentsChanged', facts);
+    END IF;
+    IF req.consumed_at IS NOT NULL THEN
+        RETURN agentstate_refuse('AlreadyConsumed', facts);
+    END IF;
+    UPDATE agentstate_approvalrequest SET consumed_at = now() WHERE id = req.id
+    RETURNING * INTO req;
+    RETURN jsonb_build_object(
+        'request', to_jsonb(req), 'run', to_jsonb(rn),
+        'events', jsonb_build_array(agentstate_record('approval.consumed', 'approvalrequest',
+            req.id::text, p_user, p_actor, req.created_by_id, '', jsonb_build_object(
+                'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id,
+                'arguments_digest', p_digest, 'consumed_at', req.consumed_at))));
+END $$;
+
+-- The deadlines of the requests filed under a rule, at most p_size of them by
+-- deadline: each one's due steps, under its run's row lock then its own, as a
+-- decision takes them. A request whose run is locked (a decision or a claim in
+-- progress) is left to the next sweep, never waited for; its row, once locked,
+-- is read as it now is, so that each step is taken once. Past the deadline:
+-- on_deadline applied (expire: approval.expired; reject, approve: decided with
+-- no decider, for p_reason, the run's record written, approval.decided), by
+-- actor format(p_rule_actor, rule) (the rule deleted since: p_sweeper). Else past
+-- remind_at: approval.expiring once; past escalate_at: approval.escalated once.
+-- Answers {"count": the requests it locked, "events"}.
+CREATE OR REPLACE FUNCTION agentstate_apply_deadlines(
+    p_size integer, p_sweeper text, p_rule_actor text, p_reason text
+) RETURNS jsonb
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    due bigint;
+    rn agentstate_run;
+    req agentstate_approvalrequest;
+    ts timestamptz := statement_timestamp();
+    actor text;
+    approve boolean;
+    facts jsonb;
+    written jsonb := '[]';
+    changed integer := 0;
+BEGIN
+    FOR due IN
+        SELECT q.id FROM agentstate_approvalrequest q
+        WHERE q.status = 'pending' AND q.deadline IS NOT NULL
+          AND (q.deadline <= ts OR (q.remind_at <= ts AND q.reminded_at IS NULL)
+               OR (q.escalate_at <= ts AND q.escalated_at IS NULL))
+        ORDER BY q.deadline, q.id LIMIT p_size
+    LOOP
+        SELECT r.* INTO rn FROM agentstate_run r
+        WHERE r.id = (SELECT q.run_id FROM agentstate_approvalrequest q WHERE q.id = due)
+        FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN rn.id IS NULL;
+        SELECT * INTO req FROM agentstate_approvalrequest WHERE id = due AND status = 'pending'
+        FOR UPDATE;
+        CONTINUE WHEN req.id IS NULL;
+        changed := changed + 1;
+        facts := jsonb_build_object(
+            'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id);
+        actor := CASE WHEN req.rule_id IS NULL THEN p_sweeper
+                      ELSE format(p_rule_actor, req.rule_id) END;
+        IF req.deadline <= ts THEN
+            IF req.on_deadline = 'expire' THEN
+                UPDATE agentstate_approvalrequest SET status = 'expired' WHERE id = req.id;
+                written := written || agentstate_record('approval.expired', 'approvalrequest',
+                    req.id::text, NULL, actor, req.created_by_id, '', facts);
+                CONTINUE;
+            END IF;
+            approve := req.on_deadline = 'approve';
+            written := written || agentstate_write_decision(
+                rn, req.tool_name, req.call_id, approve, false, p_reason, NULL, actor);
+            UPDATE agentstate_approvalrequest
+            SET status = CASE WHEN approve THEN 'approved' ELSE 'rejected' END,
+                decided_at = ts, reason = p_reason
+            WHERE id = req.id;
+            written := written || agentstate_record('approval.decided', 'approvalrequest',
+                req.id::text, NULL, actor, req.created_by_id, '', facts || jsonb_build_object(
+                    'decision', CASE WHEN approve THEN 'approve' ELSE 'reject' END,
+                    'always', false, 'reason', p_reason, 'rule', req.rule_id,
+                    'arguments_digest', req.arguments_digest));
+            CONTINUE;
+        END IF;
+        IF req.remind_at <= ts AND req.reminded_at IS NULL THEN
+            UPDATE agentstate_approvalrequest SET reminded_at = ts WHERE id = req.id;
+            written := written || agentstate_record('approval.expiring', 'approvalrequest',
+                req.id::text, NULL, p_sweeper, req.created_by_id, '',
+                facts || jsonb_build_object('deadline', req.deadline));
+        END IF;
+        IF req.escalate_at <= ts AND req.escalated_at IS NULL THEN
+            UPDATE agentstate_approvalrequest SET escalated_at = ts WHERE id = req.id;
+            written := written || agentstate_record('approval.escalated', 'approvalrequest',
+                req.id::text, NULL, p_sweeper, req.created_by_id, '',
+                facts || jsonb_build_object('escalate_to', req.escalate_to_id));
+        END IF;
+    END LOOP;
+    RETURN jsonb_build_object('count', changed, 'events', written);
+END $$;

@@ -557,3 +557,39 @@ BEGIN
             THEN jsonb_build_array(changed, decided)
             ELSE jsonb_build_array(voted, changed, decided) END);
 END $$;
+
+-- Use a run's approval of a call once: the run's row locked first, then the
+-- request's. Refused unless the request is approved (NotApproved), for this
+-- digest when it has one (ArgumentsChanged), and not used yet (AlreadyConsumed).
+CREATE FUNCTION agentstate_consume(
+    p_run_id text, p_tool text, p_call text, p_digest text, p_reach bigint, p_user bigint,
+    p_actor text
+) RETURNS jsonb
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    req agentstate_approvalrequest;
+    facts jsonb := jsonb_build_object('tool_name', p_tool, 'call_id', p_call);
+BEGIN
+    SELECT * INTO req FROM agentstate_approvalrequest
+    WHERE run_id = rn.id AND call_id = p_call AND tool_name = p_tool
+    ORDER BY id LIMIT 1 FOR UPDATE;
+    IF req.id IS NULL OR req.status <> 'approved' THEN
+        RETURN agentstate_refuse('NotApproved', facts);
+    END IF;
+    IF req.arguments_digest <> '' AND req.arguments_digest <> p_digest THEN
+        RETURN agentstate_refuse('ArgumentsChanged', facts);
+    END IF;
+    IF req.consumed_at IS NOT NULL THEN
+        RETURN agentstate_refuse('AlreadyConsumed', facts);
+    END IF;
+    UPDATE agentstate_approvalrequest SET consumed_at = now() WHERE id = req.id
+    RETURNING * INTO req;
+    RETURN jsonb_build_object(
+        'request', to_jsonb(req), 'run', to_jsonb(rn),
+        'events', jsonb_build_array(agentstate_record('approval.consumed', 'approvalrequest',
+            req.id::text, p_user, p_actor, req.created_by_id, '', jsonb_build_object(
+                'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id,
+                'arguments_digest', p_digest, 'consumed_at', req.consumed_at))));
+END $$;
