@@ -1,12 +1,13 @@
 """Runs, usage, approvals and the review queue over REST: codes, shapes, access (docs/rest-api.md)."""
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.db.models.functions import Now
 
 from agentstate.models import ApprovalRequest, Run
 from agentstate.services import approvals, runs
+from agentstate.types import arguments_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -198,7 +199,9 @@ def test_approval_requests_filed_listed_and_decided(api, api_for, reviewer, alic
     created = api.post("/api/runs/run-1/approval-requests/", body, format="json")
     assert created.status_code == 201
     request = created.json()
-    assert {k: v for k, v in request.items() if k not in ("id", "created_at")} == {
+    filed_at = datetime.fromisoformat(request["created_at"])
+    assert datetime.fromisoformat(request["deadline"]) == filed_at + timedelta(days=1)
+    assert {k: v for k, v in request.items() if k not in ("id", "created_at", "deadline")} == {
         "run_id": "run-1",
         "tool_name": "mail",
         "call_id": "c1",
@@ -209,6 +212,10 @@ def test_approval_requests_filed_listed_and_decided(api, api_for, reviewer, alic
         "reason": "",
         "policy": None,
         "approved_arguments": None,
+        # Under no approval rule: one decision, no votes, APPROVAL_TTL (a day) after filing.
+        "approvals_required": 1,
+        "votes": [],
+        "arguments_digest": arguments_digest({"to": "bob"}),
     }
     again = api.post("/api/runs/run-1/approval-requests/", body, format="json")
     assert again.status_code == 200 and again.json()["id"] == request["id"]

@@ -210,10 +210,6 @@ class DeadlineField(serializers.Field):
         return serializers.DateTimeField().to_representation(approvals.deadline_of(value))
 
 
-# The fields a request filed under an approval rule adds to its REST form.
-OVERSIGHT_FIELDS = ("approvals_required", "votes", "deadline", "arguments_digest")
-
-
 class VoteSerializer(serializers.Serializer):
     by = serializers.SerializerMethodField()
     decision = serializers.CharField()
@@ -252,16 +248,15 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
         read_only=True,
         help_text="What the reviewer approved instead of the filed arguments, or null.",
     )
-    # Oversight's fields (OVERSIGHT_FIELDS): output only, and left out of the form of a
-    # request filed under no rule, so not required in the schema.
+    # Oversight's fields, on every request: one filed under no rule reads 1, no votes,
+    # its creation plus APPROVAL_TTL.
     approvals_required = serializers.IntegerField(
-        required=False, help_text="Under a rule: distinct reviewers whose approval decides."
+        help_text="Distinct reviewers whose approval decides (1 under no rule)."
     )
-    votes = VotesField(source="*", required=False)
-    deadline = DeadlineField(source="*", required=False)
+    votes = VotesField(source="*")
+    deadline = DeadlineField(source="*")
     arguments_digest = serializers.CharField(
-        required=False,
-        help_text="Under a rule: SHA-256 of the arguments as filed, then as approved.",
+        help_text="SHA-256 of the arguments as filed, then as approved."
     )
 
     class Meta:
@@ -286,15 +281,6 @@ class ApprovalRequestSerializer(serializers.ModelSerializer):
         )
         read_only_fields = fields
 
-    def to_representation(self, instance: ApprovalRequest) -> Any:
-        """Oversight's fields (``OVERSIGHT_FIELDS``) are shown for a request filed
-        under an approval rule: one filed under none reads as it always has."""
-        data = super().to_representation(instance)
-        if instance.rule_id is None:
-            for name in OVERSIGHT_FIELDS:
-                data.pop(name, None)
-        return data
-
     @extend_schema_field(serializers.ChoiceField(choices=ApprovalRequest.Status.values))
     def get_status(self, request: ApprovalRequest) -> str:
         return getattr(request, "current_status", request.status)
@@ -315,10 +301,6 @@ class ConsumedSerializer(ApprovalRequestSerializer):
     """The request whose approval was used, with when."""
 
     consumed_at = serializers.DateTimeField(read_only=True)
-
-    def to_representation(self, instance: ApprovalRequest) -> Any:
-        """Every field, oversight's too: a use names the digest it used."""
-        return serializers.ModelSerializer.to_representation(self, instance)
 
     class Meta:
         model = ApprovalRequest
