@@ -20,11 +20,12 @@ from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from agentstate.conf import agentstate_settings
+from agentstate.db import window_page
 from agentstate.exceptions import BadInput
 
 from .access import IsAuthenticated
 from .errors import exception_handler, first_error
-from .pagination import Pagination
+from .pagination import Fetch, Pagination
 from .parsers import BoundedJSONParser
 from .schema import AgentStateSchema
 
@@ -123,8 +124,17 @@ class AgentStateAPIView(APIView):
     def paginate(
         self, queryset: QuerySet[Any], serializer_class: type[serializers.Serializer]
     ) -> Response:
+        return self.paginate_fetched(
+            lambda offset, limit: window_page(queryset, offset, limit), serializer_class
+        )
+
+    def paginate_fetched(
+        self, fetch: Fetch, serializer_class: type[serializers.Serializer]
+    ) -> Response:
+        """The page the request asks for, read by ``fetch(offset, limit)``: its rows
+        and the listing's total, in one query."""
         paginator = Pagination()
-        page = paginator.paginate_queryset(queryset, self.request, view=self)
+        page = paginator.paginate_fetched(fetch, self.request)
         shown = _shared(serializer_class)
         return paginator.get_paginated_response([shown.to_representation(row) for row in page])
 
