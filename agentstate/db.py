@@ -13,7 +13,7 @@ from django.db import (
     models,
     transaction,
 )
-from django.db.models import DEFERRED
+from django.db.models import DEFERRED, Count, Window
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -229,6 +229,17 @@ def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
 def _columns(model: type[models.Model]) -> dict[str, models.Field]:
     # A concrete field is one with a column.
     return {cast(str, field.column): field for field in model._meta.concrete_fields}
+
+
+# The window count a page's rows carry (``window_page``).
+TOTAL = "agentstate_total"
+
+
+def window_page(queryset: "models.QuerySet[M]", offset: int, limit: int) -> tuple[list[M], int]:
+    """``limit`` rows of ``queryset`` from ``offset``, and how many rows it has in all,
+    in one query: each row carries ``COUNT(*) OVER ()``. An empty page counts 0."""
+    rows = list(queryset.annotate(**{TOTAL: Window(Count("*"))})[offset : offset + limit])
+    return rows, getattr(rows[0], TOTAL) if rows else 0
 
 
 def group_membership() -> list[str] | None:

@@ -221,6 +221,13 @@ def endpoints(supply: int, owner) -> list[Endpoint]:
             [f"/api/pauses/?chat_id={chat}&tool_call_id=call-{k + 1}" for k in ks],
         ),
         Endpoint(
+            "GET pauses (page of 20)",
+            "read",
+            "GET",
+            ["/api/pauses/?page_size=20"],
+        ),
+        Endpoint("GET events (page of 20)", "read", "GET", ["/api/events/?page_size=20"]),
+        Endpoint(
             "POST runs",
             "write",
             "POST",
@@ -260,6 +267,12 @@ def endpoints(supply: int, owner) -> list[Endpoint]:
             "read",
             "GET",
             [f"/api/approval-requests/{pk}/" for pk in queue[:SPREAD]],
+        ),
+        Endpoint(
+            "GET approval requests (page of 20)",
+            "read",
+            "GET",
+            ["/api/approval-requests/?status=pending&page_size=20"],
         ),
     ]
 

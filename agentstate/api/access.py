@@ -4,7 +4,8 @@ A user reaches the objects they created (and, for pauses and events, those
 they own). A user holding a model's Django permission reaches every object of
 that model, and may name another owner with ``owner``. Another user's object
 answers 404, exactly like a missing one: the listings filter by what the
-caller may see (the QuerySet methods of ``agentstate.models.querysets``), and the
+caller may see (the QuerySet methods of ``agentstate.models.querysets``, or
+a ``Reach`` the listing's operation takes into its own statement), and the
 operations on one object take the caller's ``Reach`` into their own
 statement. A permission an endpoint takes is checked first (403).
 """
@@ -21,7 +22,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 
 from agentstate.exceptions import BadInput
-from agentstate.models import ApprovalRequest, Event, PausedRun
+from agentstate.models import ApprovalRequest, Event
 from agentstate.types import Reach
 
 if TYPE_CHECKING:
@@ -109,12 +110,10 @@ def reach(user: _AnyUser, *codenames: str) -> Reach | None:
 # What a listing shows
 
 
-def visible_pauses(user: _AnyUser) -> QuerySet[PausedRun]:
-    """The pauses ``user`` may see: all with ``view_pausedrun`` or
+def visible_pauses(user: _AnyUser) -> Reach | None:
+    """The pauses ``user`` may see, as a reach: all with ``view_pausedrun`` or
     ``change_pausedrun``, else those it created or owns."""
-    if has_any_perm(user, "view_pausedrun", "change_pausedrun"):
-        return PausedRun.objects.all()
-    return PausedRun.objects.created_or_owned_by(cast("_User", user))
+    return reach(user, "view_pausedrun", "change_pausedrun")
 
 
 def visible_requests(user: _AnyUser) -> QuerySet[ApprovalRequest]:

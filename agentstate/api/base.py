@@ -8,23 +8,29 @@ import io
 from collections.abc import Callable
 from typing import IO, Any
 
+from django.conf import settings
 from django.db.models import QuerySet
 from django.http import HttpRequest
-from rest_framework import serializers
+from django.utils import timezone
+from rest_framework import ISO_8601, serializers
 from rest_framework.exceptions import ValidationError
+from rest_framework.fields import SkipField
+from rest_framework.relations import PKOnlyObject
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import ListField
+from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from agentstate.conf import agentstate_settings
+from agentstate.db import window_page
 from agentstate.exceptions import BadInput
 
 from .access import IsAuthenticated
 from .errors import exception_handler, first_error
-from .pagination import Pagination
+from .pagination import Fetch, Pagination
 from .parsers import BoundedJSONParser
 from .schema import AgentStateSchema
 
@@ -123,10 +129,18 @@ class AgentStateAPIView(APIView):
     def paginate(
         self, queryset: QuerySet[Any], serializer_class: type[serializers.Serializer]
     ) -> Response:
+        return self.paginate_fetched(
+            lambda offset, limit: window_page(queryset, offset, limit), serializer_class
+        )
+
+    def paginate_fetched(
+        self, fetch: Fetch, serializer_class: type[serializers.Serializer]
+    ) -> Response:
+        """The page the request asks for, read by ``fetch(offset, limit)``: its rows
+        and the listing's total, in one query."""
         paginator = Pagination()
-        page = paginator.paginate_queryset(queryset, self.request, view=self)
-        shown = _shared(serializer_class)
-        return paginator.get_paginated_response([shown.to_representation(row) for row in page])
+        page = paginator.paginate_fetched(fetch, self.request)
+        return paginator.get_paginated_response(represent_rows(serializer_class, page))
 
 
 def represent(serializer_class: type[serializers.Serializer], instance: Any) -> Any:
@@ -134,6 +148,112 @@ def represent(serializer_class: type[serializers.Serializer], instance: Any) -> 
     if instance is None:
         return serializer_class(instance).data
     return _shared(serializer_class).to_representation(instance)
+
+
+def represent_rows(serializer_class: type[serializers.Serializer], rows: list[Any]) -> list[Any]:
+    """``serializer_class(rows, many=True).data``: each row as the serializer's
+    ``to_representation`` gives it, field by field, the common fields read
+    straight off the row (``_readers``) and the current time zone looked up once."""
+    if not rows:
+        return []
+    shown_by = _shared(serializer_class)
+    if type(shown_by).to_representation is not serializers.Serializer.to_representation:
+        return [shown_by.to_representation(row) for row in rows]  # its own way
+    zone = timezone.get_current_timezone() if settings.USE_TZ else None
+    readers = _readers(serializer_class)
+    shown: list[Any] = []
+    for row in rows:
+        item = {}
+        for name, read in readers:
+            value = read(row, zone)
+            if value is not _SKIP:
+                item[name] = value
+        shown.append(item)
+    return shown
+
+
+_SKIP = object()  # a field the serializer leaves out of a row (``SkipField``)
+Reader = Callable[[Any, Any], Any]
+
+
+@functools.cache
+def _readers(serializer_class: type[serializers.Serializer]) -> list[tuple[str, Reader]]:
+    """Per readable field of the serializer, in order, what reads it off a row as
+    ``Serializer.to_representation`` would: an attribute of the row as DRF's
+    ``CharField``, ``IntegerField``, ``UUIDField``, ``JSONField`` or ISO 8601
+    ``DateTimeField`` shows it; the method of a ``SerializerMethodField``; any
+    other field through its own ``get_attribute`` and ``to_representation``."""
+    return [
+        (field.field_name, _reader(field)) for field in _shared(serializer_class)._readable_fields
+    ]
+
+
+def _reader(field: Any) -> Reader:
+    def read_field(row: Any, zone: Any) -> Any:
+        try:
+            attribute = field.get_attribute(row)
+        except SkipField:
+            return _SKIP
+        check = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
+        return None if check is None else field.to_representation(attribute)
+
+    kind = type(field)
+    if kind is serializers.SerializerMethodField:
+        method = getattr(field.parent, field.method_name)
+        return lambda row, zone: method(row)
+    attrs = field.source_attrs
+    convert = _CONVERTERS.get(kind)
+    if len(attrs) != 1 or convert is None or not _plain(field):
+        return read_field
+    (attr,) = attrs
+    if kind is serializers.DateTimeField:
+
+        def read_time(row: Any, zone: Any) -> Any:
+            value: Any = getattr(row, attr, _SKIP)
+            if value is _SKIP or zone is None or isinstance(value, str):
+                return read_field(row, zone)  # as DRF has it
+            if value is None or timezone.is_naive(value):
+                return None if value is None else field.to_representation(value)
+            text = value.astimezone(zone).isoformat()
+            return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+        return read_time
+
+    def read(row: Any, zone: Any) -> Any:
+        value: Any = getattr(row, attr, _SKIP)
+        if value is _SKIP or callable(value):
+            return read_field(row, zone)  # a default, a skipped field, a method: as DRF has it
+        return None if value is None else convert(value)
+
+    return read
+
+
+def _plain(field: Any) -> bool:
+    """Whether ``field`` shows its value as its class does by default (no output
+    format, time zone or UUID format of its own, not as binary JSON)."""
+    if isinstance(field, serializers.DateTimeField):
+        return (
+            not hasattr(field, "timezone")
+            and getattr(field, "format", api_settings.DATETIME_FORMAT) == ISO_8601
+        )
+    if isinstance(field, serializers.UUIDField):
+        return field.uuid_format == "hex_verbose"
+    if isinstance(field, serializers.JSONField):
+        return not field.binary
+    return True
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+_CONVERTERS: dict[type, Callable[[Any], Any]] = {
+    serializers.CharField: str,
+    serializers.IntegerField: int,
+    serializers.UUIDField: str,
+    serializers.JSONField: _same,
+    serializers.DateTimeField: _same,  # read by ``read_time``
+}
 
 
 @functools.cache

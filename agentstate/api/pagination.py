@@ -6,9 +6,10 @@ costs one round trip. An empty page needs no count: on page 1 the total is
 0, past it the page does not exist (404, as DRF answers).
 """
 
+from collections.abc import Callable
 from typing import Any, cast
 
-from django.db.models import Count, QuerySet, Window
+from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
@@ -17,8 +18,10 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 from agentstate.conf import agentstate_settings
+from agentstate.db import window_page
 
-TOTAL = "agentstate_total"
+# A page's rows and the listing's total from ``(offset, limit)``.
+Fetch = Callable[[int, int], tuple[list[Any], int]]
 
 
 class Pagination(PageNumberPagination):
@@ -38,20 +41,26 @@ class Pagination(PageNumberPagination):
     def paginate_queryset(  # type: ignore[override]
         self, queryset: QuerySet[Any], request: Request, view: APIView | None = None
     ) -> list[Any]:
+        return self.paginate_fetched(
+            lambda offset, limit: window_page(queryset, offset, limit), request
+        )
+
+    def paginate_fetched(self, fetch: Fetch, request: Request) -> list[Any]:
+        """The page the request asks for, its rows and the listing's total read by
+        ``fetch(offset, limit)`` (one query, whose empty page needs no count)."""
         self.request = request
         size = self.get_page_size(request)
         text = request.query_params.get(self.page_query_param) or "1"
         number = int(text) if text.isascii() and text.isdigit() else 0
         if not 1 <= number <= 2**31:
             raise NotFound(self.invalid_page_message.format(page_number=text, message=""))
-        offset = (number - 1) * size
-        rows = list(queryset.annotate(**{TOTAL: Window(Count("*"))})[offset : offset + size])
+        rows, total = fetch((number - 1) * size, size)
         if not rows and number > 1:
             raise NotFound(
                 self.invalid_page_message.format(page_number=text, message="That page is empty.")
             )
         self.number, self.size = number, size
-        self.count = getattr(rows[0], TOTAL) if rows else 0
+        self.count = total
         return rows
 
     def get_paginated_response(self, data: Any) -> Response:

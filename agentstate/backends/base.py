@@ -56,6 +56,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+# A listing's filters by name: each an exact value (a pause's: ``owner``,
+# ``chat_id``, ``tool_call_id`` and ``status``).
+PauseFilters = dict[str, str]
+
 
 # A stored value's type when its bytes are compressed: this prefix, then the serde's.
 COMPRESSED = "zlib+"
@@ -88,6 +92,15 @@ class Changed(Generic[T]):
     value: T
     events: list[Event]
     after: Any = None
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """A page of a listing: its rows, and how many rows the whole listing has
+    (``0`` for an empty page, whose count a listing does not need)."""
+
+    rows: list[T]
+    total: int
 
 
 @dataclass(frozen=True)
@@ -233,6 +246,17 @@ class Backend(abc.ABC):
     ) -> Changed[PausedRun]:
         """Remove a pending, unexpired pause; any other ``NotPending``. Event
         ``pause.cancelled``. Value: the ``PausedRun`` as it was."""
+
+    @abc.abstractmethod
+    def pauses_page(
+        self, filters: PauseFilters, reach: Reach | None, offset: int, limit: int
+    ) -> Page[PausedRun]:
+        """The pauses matching ``filters`` (``owner``, ``chat_id``, ``tool_call_id``:
+        equal; ``status``: the current status) within ``reach`` (those its user
+        created or its username owns; ``None``: all), newest first (``created_at``,
+        then id, descending), ``limit`` of them from ``offset``, each with its
+        ``current_status`` (pending past its expiry: ``expired``, by the database
+        clock), and how many match."""
 
     # Runs, usage and approvals (docs: concepts/runs). ``run_id`` names the
     # run; one outside ``reach`` (``Reach.user_id``: its creator) is

@@ -27,6 +27,22 @@ class PausedRunQuerySet(models.QuerySet):
     def pending(self) -> Self:
         return self.filter(status=PauseStatus.PENDING)
 
+    def with_current_status(self) -> Self:
+        """Annotated with ``current_status``: a pending pause past its expiry reads
+        ``expired``, by the database clock, so a listing agrees with what a claim
+        would say before the sweeper has run."""
+        return self.annotate(
+            current_status=Case(
+                When(
+                    status=PauseStatus.PENDING,
+                    expires_at__lte=Now(),
+                    then=Value(PauseStatus.EXPIRED),
+                ),
+                default=F("status"),
+                output_field=CharField(),
+            )
+        )
+
     def past_expiry(self) -> Self:
         """Past ``expires_at`` by the database clock."""
         return self.filter(expires_at__lte=Now())
@@ -37,6 +53,17 @@ class PausedRunQuerySet(models.QuerySet):
             models.Q(status=PauseStatus.RESOLVED, resolved_at__lt=cutoff)
             | models.Q(status=PauseStatus.EXPIRED, expires_at__lt=cutoff)
         )
+
+
+def pause_in_status(status: str) -> Q:
+    """The pauses whose current status (``PausedRunQuerySet.with_current_status``) is
+    ``status``, written on the stored columns so that the (status, expires_at) index
+    serves it."""
+    if status == PauseStatus.PENDING:
+        return Q(status=PauseStatus.PENDING, expires_at__gt=Now())
+    if status == PauseStatus.EXPIRED:
+        return Q(status=PauseStatus.EXPIRED) | Q(status=PauseStatus.PENDING, expires_at__lte=Now())
+    return Q(status=status)
 
 
 def past_ttl(ttl: timedelta) -> Q:

@@ -18,17 +18,17 @@ a REST caller may replace, resolve or cancel; any other answers not found.
 import dataclasses
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 from asgiref.sync import sync_to_async
-from django.db.models import Case, CharField, F, Q, QuerySet, Value, When
-from django.db.models.functions import Now
+from django.db.models import Q, QuerySet
 
 from agentstate import events
-from agentstate.backends import Changed, backend
+from agentstate.backends import Changed, Page, backend
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import BadInput
 from agentstate.models import PausedRun
+from agentstate.models.querysets import PausedRunQuerySet, pause_in_status
 from agentstate.types import Reach
 from agentstate.validation import check_json, check_key
 
@@ -75,13 +75,7 @@ def with_current_status(pauses: QuerySet[PausedRun]) -> QuerySet[PausedRun]:
     By the database clock, so a listing agrees with what a claim would say
     before the sweeper has run.
     """
-    return pauses.annotate(
-        current_status=Case(
-            When(status=Status.PENDING, expires_at__lte=Now(), then=Value(Status.EXPIRED)),
-            default=F("status"),
-            output_field=CharField(),
-        )
-    )
+    return cast(PausedRunQuerySet, pauses).with_current_status()
 
 
 def in_status(status: str) -> Q:
@@ -89,11 +83,32 @@ def in_status(status: str) -> Q:
 
     Written on the stored columns, so the (status, expires_at) index serves it.
     """
-    if status == Status.PENDING:
-        return Q(status=Status.PENDING, expires_at__gt=Now())
-    if status == Status.EXPIRED:
-        return Q(status=Status.EXPIRED) | Q(status=Status.PENDING, expires_at__lte=Now())
-    return Q(status=status)
+    return pause_in_status(status)
+
+
+# What a listing of pauses filters by (``pauses_page``).
+FILTERS = ("owner", "chat_id", "tool_call_id", "status")
+
+
+def pauses_page(
+    *, reach: Reach | None = None, offset: int = 0, limit: int, **filters: str
+) -> Page[PausedRun]:
+    """A page of pauses, newest first: ``limit`` of them from ``offset``, each with its
+    ``current_status`` (see ``with_current_status``), and how many match in all.
+
+    ``filters`` (each optional): ``owner``, ``chat_id``, ``tool_call_id`` (equal)
+    and ``status`` (the current status, see ``in_status``); ``reach``: only the
+    pauses its user created or its username owns (``None``: every pause).
+    """
+    for name, value in filters.items():
+        if name not in FILTERS:
+            raise BadInput(f"{name}: no such filter of pauses.", field=name)
+        check_key(value, name)
+    if filters.get("status", Status.PENDING) not in Status.values:
+        raise BadInput(f"status: must be one of: {', '.join(Status.values)}.", field="status")
+    if offset < 0 or limit < 1:
+        raise BadInput("offset must be 0 or more and limit 1 or more.", field="limit")
+    return backend().pauses_page(filters, reach, offset, limit)
 
 
 @takes_by("user", "actor")

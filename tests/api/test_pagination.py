@@ -48,3 +48,44 @@ def test_a_page_is_one_query(api, five_scopes):
         assert api.get("/api/scopes/?page_size=2&page=2").json()["count"] == 5
     listing = [q["sql"] for q in queries if "agentstate_scope" in q["sql"]]
     assert len(listing) == 1 and "OVER ()" in listing[0]
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
+def test_a_page_s_rows_read_as_their_serializer_shows_each(alice, zone):
+    """``represent_rows`` reads the common fields straight off the rows: what it gives
+    is what the serializer's ``to_representation`` gives, in the current time zone."""
+    from datetime import timedelta
+
+    from django.db.models import Count
+    from django.db.models.functions import Now
+    from django.utils import timezone
+
+    from agentstate.api.base import represent_rows
+    from agentstate.api.context.serializers import ScopeSerializer
+    from agentstate.api.events.serializers import EventSerializer
+    from agentstate.api.pauses.serializers import PauseSerializer
+    from agentstate.models import Event, PausedRun, Scope
+    from agentstate.services import pauses
+
+    context.put("s", "x", 1, owner=alice)
+    context.put("t", "x", 1)
+    question = pauses.put("chat", "a", "alice", {"b": [1, None], "a": "é"}, by=alice)
+    pauses.claim("chat", "a", "alice", question)
+    pauses.put("chat", "b", "bob", None)
+    PausedRun.objects.filter(tool_call_id="b").update(expires_at=Now() - timedelta(seconds=1))
+    listings = [
+        (PauseSerializer, list(pauses.with_current_status(PausedRun.objects.all()))),
+        (EventSerializer, list(Event.objects.all())),
+        (
+            ScopeSerializer,
+            list(Scope.objects.select_related("owner").annotate(variable_count=Count("variables"))),
+        ),
+    ]
+    with timezone.override(zone):
+        for serializer, rows in listings:
+            assert rows
+            shown = represent_rows(serializer, rows)
+            assert shown == [serializer(row).data for row in rows], serializer
+            assert [list(item) for item in shown] == [list(serializer(r).data) for r in rows]
+        shown_at = represent_rows(PauseSerializer, listings[0][1][:1])[0]["created_at"]
+        assert shown_at.endswith("Z") == (zone == "UTC")

@@ -7,6 +7,7 @@ import pytest
 from django.db.models.functions import Now
 
 from agentstate.models import Event, PausedRun
+from agentstate.services import pauses
 
 pytestmark = pytest.mark.django_db
 
@@ -274,6 +275,37 @@ def test_list_filters_by_status_read_by_the_database_clock(api):
     ):
         rows = api.get(URL, {"status": wanted}).json()["results"]
         assert [row["tool_call_id"] for row in rows] == calls
+
+
+@pytest.mark.parametrize("perms", [(), ("agentstate.view_pausedrun",)])
+def test_a_listing_answers_the_same_bytes_on_either_backend(api_for, make_user, settings, perms):
+    """On PostgreSQL the listing's fixed statement, and the ORM's QuerySet (which
+    the other databases run) forced, answer every query alike, byte for byte."""
+    alice, bob = make_user("alice", *perms), make_user("bob")
+    for n in range(7):
+        payload = {"n": n, "text": "\u00e9t\u00e9", "list": [n, None]}
+        owner = "alice" if n % 3 else "bob"
+        pauses.put_pause(f"c{n % 2}", f"t{n}", owner, payload, by=alice if n % 2 else bob)
+    PausedRun.objects.filter(tool_call_id="t1").update(expires_at=Now() - timedelta(seconds=1))
+    PausedRun.objects.filter(tool_call_id="t2").update(status="expired")
+    api = api_for(alice)
+    queries = [
+        "",
+        "?status=pending",
+        "?status=expired&owner=alice",
+        "?chat_id=c1&page_size=2",
+        "?chat_id=c1&page_size=2&page=2",
+        "?tool_call_id=t3",
+        "?owner=bob&page=9",
+        "?status=gone",
+    ]
+    answers = [api.get(f"{URL}{q}") for q in queries]
+    settings.AGENTSTATE = {**settings.AGENTSTATE, "BACKEND": "agentstate.backends.orm.ORMBackend"}
+    for q, answer in zip(queries, answers, strict=True):
+        forced = api.get(f"{URL}{q}")
+        assert (forced.status_code, forced.content) == (answer.status_code, answer.content), q
+    assert [a.status_code for a in answers] == [200] * 6 + [404, 400]
+    assert answers[0].json()["count"] == (7 if perms else 5)
 
 
 def test_list_paginates(api):

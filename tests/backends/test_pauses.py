@@ -4,7 +4,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from django.db import connection
+from django.db import connection, models
 from django.db.models.functions import Now
 
 from agentstate.backends.events import json_time
@@ -349,3 +349,98 @@ def test_an_operation_reaches_the_pauses_created_or_owned_by_the_caller(bob):
     assert pauses.cancel("chat", "created", reach=reach).payload == 1
     assert pauses.put_pause("chat", "owned", "bob", 5, reach=Reach(None, "bob")).payload == 5
     assert pauses.cancel("chat", "owned", reach=Reach(None, "bob")).payload == 5
+
+
+@pytest.fixture
+def listed(make_user):
+    """Pauses of every current status, made and owned by several callers, two sharing
+    a ``created_at`` (the id then orders them)."""
+    alice, bob = make_user("alice"), make_user("bob")
+    for n, (owner, creator) in enumerate(
+        [("alice", alice), ("bob", alice), ("bob", bob), ("carol", bob), ("alice", None)] * 2
+    ):
+        pauses.put_pause(f"chat-{n % 3}", f"call-{n}", owner, {"n": n, "z": [n]}, by=creator)
+    question = pauses.put("chat-9", "claimed", "carol", None, by=bob)
+    pauses.claim("chat-9", "claimed", "carol", question)
+    question = pauses.put("chat-9", "resolved", "alice", None, by=alice)
+    pauses.claim("chat-9", "resolved", "alice", question)
+    pauses.resolve("chat-9", "resolved")
+    overdue("chat-0", "call-0")
+    overdue("chat-1", "call-4")
+    sweep()
+    overdue("chat-2", "call-5")  # pending past its expiry, not swept: reads expired
+    first, second = PausedRun.objects.order_by("pk")[:2]
+    PausedRun.objects.filter(pk=second.pk).update(created_at=first.created_at)
+    return alice, bob
+
+
+def reference(filters: dict, reach: Reach | None) -> list[PausedRun]:
+    """The listing as a QuerySet says it: what ``pauses_page`` must answer."""
+    rows = pauses.with_current_status(PausedRun.objects.all())
+    if reach is not None:  # a reach without a user: the pauses its name owns
+        created = models.Q(created_by_id=reach.user_id) if reach.user_id else models.Q(pk=None)
+        rows = rows.filter(created | models.Q(owner=reach.username))
+    rows = rows.filter(**{k: v for k, v in filters.items() if k != "status"})
+    if "status" in filters:
+        rows = rows.filter(pauses.in_status(filters["status"]))
+    return list(rows.order_by("-created_at", "-pk"))
+
+
+def shown(page: list[PausedRun]) -> list[tuple]:
+    """Every field of each row, and its current status."""
+    fields = [f.attname for f in PausedRun._meta.concrete_fields]
+    return [(*(getattr(p, f) for f in fields), p.current_status) for p in page]
+
+
+FILTERS = [
+    {},
+    {"owner": "alice"},
+    {"owner": "bob", "chat_id": "chat-2"},
+    {"chat_id": "chat-1"},
+    {"tool_call_id": "call-3"},
+    {"chat_id": "chat-0", "tool_call_id": "call-0", "owner": "alice"},
+    {"owner": "nobody"},
+    *({"status": status} for status in PausedRun.Status.values),
+    {"status": "expired", "owner": "alice"},
+    {"status": "pending", "chat_id": "chat-2", "owner": "bob"},
+]
+
+
+def test_a_page_of_pauses_is_the_listing_s_query_on_every_backend(listed):
+    """On PostgreSQL its fixed statements and the ORM's QuerySet (the other
+    databases') answer alike, for every filter and reach; both as a QuerySet says."""
+    from agentstate.backends import backend
+    from agentstate.backends.orm import ORMBackend
+
+    alice, bob = listed
+    backends = [backend(), ORMBackend(connection.alias)]
+    reaches = [None, Reach(alice.pk, "alice"), Reach(bob.pk, "bob"), Reach(None, "carol")]
+    seen = set()
+    for filters in FILTERS:
+        for reach in reaches:
+            expected = reference(filters, reach)
+            seen.update(p.current_status for p in expected)
+            for offset, limit in [(0, 50), (0, 3), (2, 3), (len(expected), 5), (40, 5)]:
+                rows = expected[offset : offset + limit]
+                for answering in backends:
+                    page = answering.pauses_page(filters, reach, offset, limit)
+                    assert shown(page.rows) == shown(rows), (answering, filters, reach)
+                    assert page.total == (len(expected) if rows else 0)
+    assert seen == set(PausedRun.Status.values)
+
+
+def test_pauses_page_checks_its_arguments(listed):
+    alice, _ = listed
+    page = pauses.pauses_page(reach=Reach(alice.pk, "alice"), limit=2, owner="alice")
+    assert page.total == 5 and len(page.rows) == 2
+    for bad in [
+        {"status": "gone"},
+        {"colour": "red"},
+        {"owner": ""},
+        {"chat_id": "x" * 10_000},
+        {"owner": 1},
+        {"limit": 0},
+        {"offset": -1},
+    ]:
+        with pytest.raises(BadInput):
+            pauses.pauses_page(**{"limit": 5, **bad})

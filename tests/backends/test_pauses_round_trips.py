@@ -154,3 +154,21 @@ def test_each_pause_request_is_the_token_lookup_and_one_call(by_token, make_user
     request("", "put_pause", {**key, "owner": "alice", "payload": None}, 201)
     request("cancel/", "cancel", key, 204)
     request("cancel/", "cancel", key, 404)
+
+
+@pytest.mark.parametrize("perms", [(), ("agentstate.view_pausedrun",)])
+@pytest.mark.parametrize(
+    "query", ["", "?status=expired", "?owner=alice&chat_id=chat&page_size=1", "?page=2&page_size=1"]
+)
+def test_a_page_of_pauses_is_the_token_lookup_and_one_statement(by_token, make_user, perms, query):
+    api = by_token(make_user("alice", *perms))
+    pauses.put("chat", "a", "alice", {"v": 1})
+    pauses.put("chat", "b", "bob", None)
+    pauses.put("chat", "c", "alice", None)
+    PausedRun.objects.filter(tool_call_id="c").update(expires_at=Now() - timedelta(seconds=1))
+    with CaptureQueriesContext(connection) as queries:
+        response = api.get(f"/api/pauses/{query}")
+    assert response.status_code == 200, response.content
+    token, page = calls(queries)
+    assert "authtoken_token" in token and page.startswith("SELECT to_jsonb(p)"), page
+    assert response.json()["count"] >= 1

@@ -11,6 +11,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from agentstate.models import PausedRun
 from agentstate.services import pauses
 
 from ..access import acting_username, reach, visible_pauses
@@ -33,14 +34,14 @@ class PausesView(AgentStateAPIView):
         operation_id="pauses_list",
     )
     def get(self, request: Request) -> Response:
-        q = self.query(s.PauseQuery)
-        rows = pauses.with_current_status(visible_pauses(request.user))
-        rows = rows.filter(
-            **{name: q[name] for name in ("owner", "chat_id", "tool_call_id") if name in q}
-        )
-        if "status" in q:
-            rows = rows.filter(pauses.in_status(q["status"]))
-        return self.paginate(rows.order_by("-created_at", "-pk"), s.PauseSerializer)
+        filters = self.query(s.PauseQuery)
+        seen = visible_pauses(request.user)
+
+        def fetch(offset: int, limit: int) -> tuple[list[PausedRun], int]:
+            page = pauses.pauses_page(reach=seen, offset=offset, limit=limit, **filters)
+            return page.rows, page.total
+
+        return self.paginate_fetched(fetch, s.PauseSerializer)
 
     @documented(
         request=s.PauseCreateRequest,

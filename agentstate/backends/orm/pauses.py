@@ -10,11 +10,12 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from django.db.models import DateTimeField, ExpressionWrapper, Value
+from django.db.models import DateTimeField, ExpressionWrapper, Q, Value
 from django.db.models.functions import Now
 
 from agentstate.backends import events
-from agentstate.backends.base import Changed
+from agentstate.backends.base import Changed, Page, PauseFilters
+from agentstate.db import window_page
 from agentstate.exceptions import (
     AlreadyClaimed,
     AlreadyResolved,
@@ -25,11 +26,14 @@ from agentstate.exceptions import (
     QuestionSuperseded,
 )
 from agentstate.models import Event, PausedRun
+from agentstate.models.querysets import pause_in_status
 from agentstate.types import Actor, Reach
 
 from .operations import Operations
 
 Status = PausedRun.Status
+# The filters of a listing that compare a column with the value given.
+EQUAL = ("owner", "chat_id", "tool_call_id")
 
 
 def reaches(reach: Reach | None, pause: PausedRun) -> bool:
@@ -192,3 +196,18 @@ class PauseOperations(Operations):
             status = Status.EXPIRED if pause.status == Status.PENDING else pause.status
             raise NotPending.of(status=status)
         return Changed(pause, [self._pause_event("pause.cancelled", pause, by)])
+
+    def pauses_page(
+        self, filters: PauseFilters, reach: Reach | None, offset: int, limit: int
+    ) -> Page[PausedRun]:
+        pauses = self.rows(PausedRun).with_current_status()
+        if reach is not None:  # as ``reaches`` has it
+            reached = Q(owner=reach.username)
+            if reach.user_id is not None:
+                reached |= Q(created_by_id=reach.user_id)
+            pauses = pauses.filter(reached)
+        pauses = pauses.filter(**{name: filters[name] for name in EQUAL if name in filters})
+        if "status" in filters:
+            pauses = pauses.filter(pause_in_status(filters["status"]))
+        rows, total = window_page(pauses.order_by("-created_at", "-pk"), offset, limit)
+        return Page(rows, total)

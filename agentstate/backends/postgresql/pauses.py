@@ -1,15 +1,23 @@
 """Paused runs on PostgreSQL: ``sql/20_pauses.sql``, one call per operation."""
 
+import functools
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
-from agentstate.backends.base import Changed
+from django.db import connections
+from django.db.models import Field
+
+from agentstate.backends.base import Changed, Page, PauseFilters
 from agentstate.backends.events import from_json as events_from_json
-from agentstate.db import Json, from_json
+from agentstate.db import Json, cursor, decoded, from_json
 from agentstate.models import PausedRun
 from agentstate.types import Actor, Reach
+
+Status = PausedRun.Status
+# The filters of a listing that compare a column with the value given.
+EQUAL = ("owner", "chat_id", "tool_call_id")
 
 
 def reach_args(reach: Reach | None) -> dict[str, Any]:
@@ -91,3 +99,58 @@ class PauseOperations:
                 "cancel", p_chat=chat_id, p_call=tool_call_id, **reach_args(reach), **by_args(by)
             )
         )
+
+    def pauses_page(
+        self, filters: PauseFilters, reach: Reach | None, offset: int, limit: int
+    ) -> Page[PausedRun]:
+        named = tuple(name for name in EQUAL if name in filters)
+        status = filters.get("status")
+        params: list[Any] = [filters[name] for name in named]
+        if status not in (None, Status.PENDING, Status.EXPIRED):
+            params.append(status)
+        if reach is not None:
+            params += [reach.user_id, reach.username]
+        statement = _page_statement(named, status, reach is not None)
+        with cursor(connections[self.alias]) as c:
+            c.execute(statement, [*params, limit, offset])
+            rows = c.fetchall()
+        page = []
+        for pause_row, current_status, _ in rows:
+            pause = from_json(PausedRun, decoded(pause_row), self.alias)
+            pause.current_status = current_status  # type: ignore[attr-defined]
+            page.append(pause)
+        return Page(page, rows[0][2] if rows else 0)
+
+
+@functools.cache
+def _page_statement(named: tuple[str, ...], status: str | None, reached: bool) -> str:
+    """A page of pauses (``Backend.pauses_page``): one fixed statement per shape of
+    the filters (which are given; ``status``: pending or expired, written on the
+    stored columns as ``querysets.pause_in_status`` writes them, else a parameter),
+    so that each reads through the indexes the filters have. The current status
+    and the window count as the ORM's listing has them (Django's ``Now()`` is
+    ``STATEMENT_TIMESTAMP()``). A statement rather than a function: a read with
+    nothing to check or write."""
+    meta = PausedRun._meta
+
+    def column(name: str) -> str:
+        return f"p.{cast(Field, meta.get_field(name)).column}"
+
+    state, expires = column("status"), column("expires_at")
+    pending, expired = Status.PENDING.value, Status.EXPIRED.value
+    overdue = f"{state} = '{pending}' AND {expires} <= STATEMENT_TIMESTAMP()"
+    where = [f"{column(name)} = %s" for name in named]
+    if status == pending:
+        where.append(f"{state} = '{pending}' AND {expires} > STATEMENT_TIMESTAMP()")
+    elif status == expired:
+        where.append(f"({state} = '{expired}' OR ({overdue}))")
+    elif status is not None:
+        where.append(f"{state} = %s")
+    if reached:
+        where.append(f"({column('created_by')} = %s OR {column('owner')} = %s)")
+    return (
+        f"SELECT to_jsonb(p), CASE WHEN {overdue} THEN '{expired}' ELSE {state} END,"
+        f" COUNT(*) OVER () FROM {meta.db_table} p"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" ORDER BY {column('created_at')} DESC, p.{meta.pk.column} DESC LIMIT %s OFFSET %s"
+    )
