@@ -22,6 +22,16 @@ Records = dict[str, dict[str, bool | list[str]]]
 STORE_PREFIX = "langgraph:"
 # A scope's owner: a user's id or username; ``None``: the site's namespace.
 Owner = int | str | None
+# The usage counters of a run, in the order every usage map and the API list them
+# (``Run``'s columns, ``runs.add_usage``'s arguments, a bridge's ``UsageDelta``).
+USAGE_FIELDS = (
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from django.apps import apps
 from django.db import connection
@@ -154,36 +154,28 @@ def database_env(settings_dict: dict | None = None) -> dict[str, str]:
     return env
 
 
-class LiveServer:
-    """gunicorn serving the demo site on a free port, as production would."""
+class Server:
+    """A server of the demo site in a subprocess on a free port, started and stopped
+    as a context manager: ready once it answers the schema. A subclass names it
+    (``name``) and gives its ``command()``."""
 
-    def __init__(self, env: dict[str, str], workers: int = 2, threads: int = 4) -> None:
+    name = "the server"
+
+    def __init__(self, env: dict[str, str]) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = env
-        self.workers, self.threads = workers, threads
         self.process: subprocess.Popen | None = None
 
-    def __enter__(self) -> "LiveServer":
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
         # in the temporary folder: a test writes nothing into the checkout
-        self.log = tempfile.TemporaryFile(prefix=f"live-server-{self.port}-")  # noqa: SIM115
+        command = self.command()
+        self.log = tempfile.TemporaryFile(prefix=f"{command[0]}-{self.port}-")  # noqa: SIM115
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "project.wsgi:application",
-                "--bind",
-                f"127.0.0.1:{self.port}",
-                "--workers",
-                str(self.workers),
-                "--threads",
-                str(self.threads),
-                "--timeout",
-                "60",
-                "--graceful-timeout",
-                "5",
-            ],
+            [sys.executable, "-m", *command],
             cwd=ROOT,
             env=self.env,
             stdout=self.log,
@@ -197,7 +189,7 @@ class LiveServer:
                 return self
             except OSError:
                 time.sleep(0.2)
-        raise AssertionError("the live server did not start:\n" + self.output())
+        raise AssertionError(f"{self.name} did not start:\n" + self.output())
 
     def output(self) -> str:
         self.log.flush()
@@ -213,3 +205,29 @@ class LiveServer:
             self.process.kill()
             self.process.wait()
         self.log.close()
+
+
+class LiveServer(Server):
+    """gunicorn serving the demo site on a free port, as production would."""
+
+    name = "the live server"
+
+    def __init__(self, env: dict[str, str], workers: int = 2, threads: int = 4) -> None:
+        super().__init__(env)
+        self.workers, self.threads = workers, threads
+
+    def command(self) -> list[str]:
+        return [
+            "gunicorn",
+            "project.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(self.workers),
+            "--threads",
+            str(self.threads),
+            "--timeout",
+            "60",
+            "--graceful-timeout",
+            "5",
+        ]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple, TypedDict, cast
 
 from agentstate.exceptions import BadInput
+from agentstate.types import USAGE_FIELDS
 
 STATE_SCOPE = "agentstate.bridges"
 """The scope holding each waiting run's framework state, one variable per run id."""
@@ -28,7 +29,8 @@ USED = "This call's approval was used already: it did not run again."
 
 
 class UsageDelta(TypedDict):
-    """Usage to add to a run, in agentstate's flat form (``runs.add_usage``'s counters)."""
+    """Usage to add to a run, in agentstate's flat form: ``USAGE_FIELDS``, the counters
+    of ``runs.add_usage`` (a TypedDict's keys are spelled out for the type checker)."""
 
     requests: int
     input_tokens: int
@@ -40,16 +42,7 @@ class UsageDelta(TypedDict):
 
 def usage(**counters: int) -> UsageDelta:
     """A ``UsageDelta`` with the counters given and every other one 0."""
-    delta: UsageDelta = {
-        "requests": 0,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "total_tokens": 0,
-        "cached_tokens": 0,
-        "reasoning_tokens": 0,
-    }
-    delta.update(counters)  # type: ignore[typeddict-item]  # the keys are the counters'
-    return delta
+    return cast(UsageDelta, dict.fromkeys(USAGE_FIELDS, 0) | counters)
 
 
 class Call(NamedTuple):

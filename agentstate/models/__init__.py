@@ -23,6 +23,8 @@ one only costs writes and can lure the planner into scanning every element of
 a long list.
 """
 
+from agentstate.types import USAGE_FIELDS
+
 from .base import KEY_LENGTH, RUN_ID_LENGTH, where_set
 from .context import Element, Scope, Variable
 from .events import Event
@@ -30,7 +32,7 @@ from .langgraph import Checkpoint, CheckpointBlob, CheckpointWrite, Thread
 from .oversight import ApprovalRule, Vote
 from .pauses import PausedRun
 from .policies import ApprovalPolicy, Budget
-from .runs import USAGE_FIELDS, ApprovalCall, ApprovalRecord, ApprovalRequest, Run
+from .runs import ApprovalCall, ApprovalRecord, ApprovalRequest, Run
 from .webhooks import Delivery, DeliveryAttempt, Webhook
 
 __all__ = [

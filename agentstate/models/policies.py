@@ -7,11 +7,12 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from agentstate.fields import AnyDepthJSONField, ExactCharField
+from agentstate.types import USAGE_FIELDS
 
 from .base import KEY_LENGTH, where_set
 from .choices import BudgetPeriod, Decision
 from .querysets import ApprovalPolicyQuerySet
-from .runs import USAGE_FIELDS, Run
+from .runs import Run
 
 
 class ApprovalPolicy(models.Model):

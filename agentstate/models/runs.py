@@ -7,7 +7,7 @@ from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
 from agentstate.fields import AnyDepthJSONField, ExactCharField
-from agentstate.types import Records
+from agentstate.types import USAGE_FIELDS, Records
 
 from .base import KEY_LENGTH, RUN_ID_LENGTH, set_exactly_in, set_only_in, where_set
 from .choices import Decision, OnDeadline, RequestStatus
@@ -15,16 +15,6 @@ from .querysets import ApprovalRequestQuerySet, RunQuerySet
 
 # The statuses of a decided request.
 DECIDED = [RequestStatus.APPROVED, RequestStatus.REJECTED]
-
-# The usage counters of a run, in the order every usage map and the API list them.
-USAGE_FIELDS = (
-    "requests",
-    "input_tokens",
-    "output_tokens",
-    "total_tokens",
-    "cached_tokens",
-    "reasoning_tokens",
-)
 
 
 class Run(models.Model):

@@ -27,7 +27,7 @@ from django.contrib.auth.models import AnonymousUser
 from agentstate import events
 from agentstate.backends import backend
 from agentstate.exceptions import BadInput, RunNotFound
-from agentstate.models import USAGE_FIELDS, Run
+from agentstate.models import Run
 from agentstate.records import (
     APPROVE,
     REJECT,
@@ -35,7 +35,7 @@ from agentstate.records import (
     decide_from,
     record_json,
 )
-from agentstate.types import Reach, Records, Verdict, arguments_digest
+from agentstate.types import USAGE_FIELDS, Reach, Records, Verdict, arguments_digest
 from agentstate.validation import RUN_ID_RE, check_json, check_key, check_run_id, text_problem
 
 from .acting import By, acting, takes_by

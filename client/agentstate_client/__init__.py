@@ -7,7 +7,8 @@ needs only ``httpx`` (no Django). See the project's documentation,
 """
 
 from .aio import AsyncAgentStateClient
-from .client import KEEP, AgentStateClient, Event, TokenAuth, error_from_response
+from .client import KEEP, AgentStateClient, Event
+from .common import TokenAuth, error_from_response
 from .errors import (
     AlreadyClaimed,
     AlreadyConsumed,

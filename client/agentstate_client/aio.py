@@ -5,53 +5,23 @@ async generator that reconnects and resumes."""
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
 
-from .client import (
-    FOLLOW_PAGE,
-    HTTP_SLACK,
-    ApprovalRequest,
-    Auth,
-    Event,
-    TokenAuth,
-    error_from_response,
-    events_filters,
-    wait_chunk,
-)
+from .client import ApprovalRequest, Event
+from .common import FOLLOW_PAGE, HTTP_SLACK, ClientBase, events_filters, wait_chunk
 from .errors import ApprovalRequestNotFound, NotFound, ServiceUnavailable, Unreachable
 
 
-class AsyncAgentStateClient:
-    """``base_url``, ``token``/``auth``: as ``AgentStateClient``'s."""
+class AsyncAgentStateClient(ClientBase[httpx.AsyncBaseTransport, httpx.AsyncClient]):
+    """Constructed as ``AgentStateClient`` (``ClientBase``), with an httpx
+    ``AsyncBaseTransport`` as ``transport``."""
 
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        token: str | None = None,
-        auth: Auth = None,
-        timeout: float = 10.0,
-        retries: int = 3,
-        backoff: float = 0.2,
-        max_backoff: float = 5.0,
-        transport: httpx.AsyncBaseTransport | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        if token is not None and auth is not None:
-            raise ValueError("Give token or auth, not both.")
-        self.retries, self.backoff, self.max_backoff = max(0, retries), backoff, max_backoff
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/") + "/",
-            auth=TokenAuth(token) if token is not None else auth,
-            timeout=timeout,
-            transport=transport,
-            headers={"Accept": "application/json", **(headers or {})},
-        )
+    def _open(self, **options: Any) -> httpx.AsyncClient:
+        return httpx.AsyncClient(**options)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -70,29 +40,22 @@ class AsyncAgentStateClient:
         timeout: float | None = None,
         not_found: type[NotFound] = NotFound,
     ) -> Any:
-        """A GET (safe to repeat): retried on a transport error or a 503, with backoff."""
-        params = {k: v for k, v in params.items() if v is not None}
-        kwargs: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+        """A GET (safe to repeat), sent and repeated as ``AgentStateClient._request``."""
+        options = self._options(params, None, timeout)
         for attempt in range(self.retries + 1):
-            last = attempt == self.retries
             try:
-                response = await self._http.get(path, params=params, **kwargs)
+                response = await self._http.get(path, **options)
             except httpx.TransportError as error:
-                if last:
-                    raise Unreachable(f"GET {path}: {error}") from error
-                await self._sleep(attempt)
+                request = f"GET {path}"
+                await asyncio.sleep(
+                    self._retry_unanswered(request, error, attempt, idempotent=True)
+                )
                 continue
-            if response.status_code == 503 and not last:
-                await self._sleep(attempt)
-                continue
-            if response.is_success:
-                return response.json()
-            raise error_from_response(response, not_found=not_found)
+            delay = self._retry_answered(response, attempt, idempotent=True)
+            if delay is None:
+                return self._answer(response, not_found).json()
+            await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _sleep(self, attempt: int) -> None:
-        delay = min(self.max_backoff, self.backoff * 2**attempt)
-        await asyncio.sleep(delay * random.uniform(0.5, 1.0))
 
     async def get_approval_request(self, request_id: int) -> ApprovalRequest:
         return await self._get(
@@ -141,7 +104,7 @@ class AsyncAgentStateClient:
             except (Unreachable, ServiceUnavailable):
                 if deadline is not None and time.monotonic() >= deadline:
                     return
-                await self._sleep(min(failures, 5))
+                await asyncio.sleep(self._delay(min(failures, 5)))
                 failures += 1
                 continue
             failures = 0

@@ -16,108 +16,38 @@ from __future__ import annotations
 
 import enum
 import logging
-import random
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal, TypedDict, TypeVar
 from urllib.parse import quote
 
 import httpx
 
+from .common import (
+    FOLLOW_PAGE,
+    HTTP_SLACK,
+    ClientBase,
+    events_filters,
+    wait_chunk,
+)
 from .errors import (
-    AlreadyClaimed,
-    AlreadyConsumed,
-    AlreadyDecided,
-    AlreadyResolved,
-    AlreadyRevoked,
-    AlreadyVoted,
     APIError,
     ApprovalRequestExpired,
     ApprovalRequestNotFound,
-    ArgumentsChanged,
-    BodyTooLarge,
-    BudgetExceeded,
-    Conflict,
     Expired,
-    HistoryForked,
-    InvalidInput,
-    NotApproved,
-    NotAReviewer,
-    NotAuthenticated,
-    NotClaimed,
     NotFound,
-    NotPending,
     PauseExpired,
     PauseNotFound,
-    PermissionDenied,
     PolicyNotFound,
-    QuestionSuperseded,
-    RuleExists,
-    RunExists,
     RunNotFound,
     ScopeNotFound,
-    SelfApproval,
     ServiceUnavailable,
-    TypeConflict,
     Unreachable,
     UserNotFound,
-    VariableNotFound,
-    VersionMismatch,
 )
 
 logger = logging.getLogger(__name__)
 
-
-_BY_CODE: dict[str, type[APIError]] = {
-    cls.code: cls
-    for cls in (
-        InvalidInput,
-        NotAuthenticated,
-        PermissionDenied,
-        NotFound,
-        ScopeNotFound,
-        VariableNotFound,
-        PauseNotFound,
-        RunNotFound,
-        ApprovalRequestNotFound,
-        UserNotFound,
-        Conflict,
-        TypeConflict,
-        VersionMismatch,
-        AlreadyClaimed,
-        AlreadyResolved,
-        QuestionSuperseded,
-        NotClaimed,
-        NotPending,
-        RunExists,
-        AlreadyDecided,
-        AlreadyRevoked,
-        BudgetExceeded,
-        HistoryForked,
-        AlreadyVoted,
-        AlreadyConsumed,
-        NotApproved,
-        ArgumentsChanged,
-        SelfApproval,
-        NotAReviewer,
-        RuleExists,
-        Expired,
-        BodyTooLarge,
-        ServiceUnavailable,
-    )
-}
-_BY_CODE["parse_error"] = InvalidInput
-_BY_STATUS: dict[int, type[APIError]] = {
-    400: InvalidInput,
-    401: NotAuthenticated,
-    403: PermissionDenied,
-    404: NotFound,
-    409: Conflict,
-    410: Expired,
-    412: VersionMismatch,
-    413: BodyTooLarge,
-    503: ServiceUnavailable,
-}
 
 E = TypeVar("E", bound=APIError)
 
@@ -129,62 +59,6 @@ class Keep(enum.Enum):
 
 
 KEEP = Keep.KEEP
-
-
-def error_from_response(
-    response: httpx.Response,
-    *,
-    not_found: type[NotFound] = NotFound,
-    expired: type[Expired] = Expired,
-) -> APIError:
-    """The exception for an error response, by its ``code`` first, else its status.
-
-    ``not_found`` and ``expired`` refine the generic codes by the endpoint
-    (``expired`` is one code for pauses and approval requests alike).
-    """
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if not isinstance(body, dict):
-        body = {}
-    code = body.get("code") if isinstance(body.get("code"), str) else None
-    detail = body.get("detail") if isinstance(body.get("detail"), str) else None
-    cls = _BY_CODE.get(code or "") or _BY_STATUS.get(response.status_code, APIError)
-    if cls is NotFound:
-        cls = not_found
-    elif cls is Expired:
-        cls = expired
-    return cls(
-        detail or f"HTTP {response.status_code}: {response.reason_phrase}",
-        field=body.get("field") if isinstance(body.get("field"), str) else None,
-        status=response.status_code,
-        code=code,
-        response=response,
-    )
-
-
-# Waiting: each long-poll asks for at most this many seconds (the server's
-# AGENTSTATE["MAX_WAIT"] is 60 by default), and allows this much more for the answer.
-WAIT_CHUNK = 50.0
-HTTP_SLACK = 10.0
-FOLLOW_PAGE = 500
-
-
-def wait_chunk(deadline: float | None) -> float | None:
-    """The next long-poll's ``wait``: what is left of the time (at most ``WAIT_CHUNK``),
-    or None when nothing is left (then the request answers at once)."""
-    if deadline is None:
-        return WAIT_CHUNK
-    left = deadline - time.monotonic()
-    return min(left, WAIT_CHUNK) if left > 0.001 else None
-
-
-def events_filters(
-    kind: str | None, object_type: str | None, object_id: str | None, run_id: str | None
-) -> dict[str, str]:
-    given = {"kind": kind, "object_type": object_type, "object_id": object_id, "run_id": run_id}
-    return {name: value for name, value in given.items() if value is not None}
 
 
 # Response shapes.
@@ -313,55 +187,12 @@ class ApprovalRequest(TypedDict):
     created_at: str
 
 
-Auth = httpx.Auth | tuple[str, str] | None
+class AgentStateClient(ClientBase[httpx.BaseTransport, httpx.Client]):
+    """Every endpoint of the REST API, one method each; constructed as ``ClientBase``
+    says (``base_url``, ``token`` or ``auth``, ``retries``, ``backoff``...)."""
 
-
-class TokenAuth(httpx.Auth):
-    """DRF's ``Authorization: Token KEY``."""
-
-    def __init__(self, token: str) -> None:
-        self.token = token
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = f"Token {self.token}"
-        yield request
-
-
-class AgentStateClient:
-    """Every endpoint of the REST API, one method each.
-
-    ``base_url`` is where ``agentstate.api.urls`` is mounted (the demo:
-    ``http://host:8000/api/``). Authenticate with ``token=`` (DRF authtoken)
-    or ``auth=(username, password)`` (basic) or any ``httpx.Auth``.
-    ``retries`` is how many times a safe request is repeated after the
-    first attempt; ``backoff`` the first delay in seconds, doubled each time.
-    """
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        token: str | None = None,
-        auth: Auth = None,
-        timeout: float = 10.0,
-        retries: int = 3,
-        backoff: float = 0.2,
-        max_backoff: float = 5.0,
-        transport: httpx.BaseTransport | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        if token is not None and auth is not None:
-            raise ValueError("Give token or auth, not both.")
-        self.retries = max(0, retries)
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/") + "/",
-            auth=TokenAuth(token) if token is not None else auth,
-            timeout=timeout,
-            transport=transport,
-            headers={"Accept": "application/json", **(headers or {})},
-        )
+    def _open(self, **options: Any) -> httpx.Client:
+        return httpx.Client(**options)
 
     def close(self) -> None:
         self._http.close()
@@ -372,7 +203,7 @@ class AgentStateClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # The one place that sends, retries and maps errors.
+    # The one place that sends: what to repeat and the errors are ClientBase's.
 
     def _request(
         self,
@@ -386,43 +217,19 @@ class AgentStateClient:
         expired: type[Expired] = Expired,
         timeout: float | None = None,
     ) -> httpx.Response:
-        kwargs: dict[str, Any] = {}
-        if timeout is not None:  # a long-poll: longer than the wait it asks for
-            kwargs["timeout"] = timeout
-        params = {k: v for k, v in (params or {}).items() if v is not None}
-        if params:  # an empty mapping would drop the query of a ``next`` link
-            kwargs["params"] = params
-        if json is not None:
-            kwargs["json"] = json
+        options = self._options(params, json, timeout)
         for attempt in range(self.retries + 1):
-            last = attempt == self.retries
             try:
-                response = self._http.request(method, path, **kwargs)
-            except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-                # Nothing reached the server: repeating is safe for any request.
-                if last:
-                    raise Unreachable(f"{method} {path}: {error}") from error
-                self._sleep(attempt, None)
-                continue
+                response = self._http.request(method, path, **options)
             except httpx.TransportError as error:
-                if last or not idempotent:
-                    raise Unreachable(f"{method} {path}: {error}") from error
-                self._sleep(attempt, None)
+                request = f"{method} {path}"
+                time.sleep(self._retry_unanswered(request, error, attempt, idempotent=idempotent))
                 continue
-            if response.status_code == 503 and idempotent and not last:
-                self._sleep(attempt, response.headers.get("Retry-After"))
-                continue
-            if response.is_success:
-                return response
-            raise error_from_response(response, not_found=not_found, expired=expired)
+            delay = self._retry_answered(response, attempt, idempotent=idempotent)
+            if delay is None:
+                return self._answer(response, not_found, expired)
+            time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def _sleep(self, attempt: int, retry_after: str | None) -> None:
-        delay = min(self.max_backoff, self.backoff * 2**attempt) * random.uniform(0.5, 1.0)
-        if retry_after and retry_after.isdigit():
-            delay = max(delay, min(self.max_backoff, float(retry_after)))
-        logger.info("agentstate: retrying in %.2fs", delay)
-        time.sleep(delay)
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         return self._request(method, path, **kwargs).json()
@@ -840,7 +647,7 @@ class AgentStateClient:
             except (Unreachable, ServiceUnavailable):
                 if deadline is not None and time.monotonic() >= deadline:
                     return
-                self._sleep(min(failures, 5), None)
+                time.sleep(self._delay(min(failures, 5)))
                 failures += 1
                 continue
             failures = 0

@@ -10,6 +10,7 @@ operation of the schema, so new endpoints are covered automatically.
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -85,7 +86,7 @@ class Case:
     id: str
     method: str
     path: str
-    data: Callable[[dict], dict]
+    data: dict | Callable[[dict], dict]  # a callable: of the setup's values and ``me``
     ok: int
     view_perm: str = ""  # lets a holder read alice's object (naming her)
     change_perm: tuple[str, ...] = ()  # let a holder change it (naming her)
@@ -101,7 +102,7 @@ class Case:
     roles: bool = True  # some model permission widens its reach (not so for creating a run)
 
     def send(self, person, ctx: dict, name_owner: bool):
-        data = dict(self.data({**ctx, "me": person.username}))
+        data = dict(self.data({**ctx, "me": person.username}) if callable(self.data) else self.data)
         if name_owner:
             data["owner"] = "alice"
         api = client(person)
@@ -148,306 +149,158 @@ def with_approved_call(alice) -> dict:
 PAUSE = {"chat_id": "chat", "tool_call_id": "call"}
 CALL = {"tool_name": "tool", "call_id": "call-3"}
 RUN = "/api/runs/{run_id}/"
+CONSUMED = {
+    "tool_name": "tool",
+    "call_id": "call-9",
+    "arguments_digest": arguments_digest({"note": SECRET}),
+}
+
+# The cases of one kind of object, with what they share.
+on_scope = partial(Case, setup=with_scope)
+on_pause = partial(Case, change_perm=("change_pausedrun",), setup=with_pause)
+on_run = partial(Case, setup=with_run, names_owner=False)
+changes_scope = partial(on_scope, change_perm=("change_scope",), reveals=False)
+changes_run = partial(on_run, change_perm=("change_run",))
 
 CASES = [
-    Case(
-        "context-get",
-        "get",
-        "/api/context/",
-        lambda c: {"scope": "s"},
-        200,
-        "view_scope",
-        (),
-        setup=with_scope,
-    ),
-    Case(
+    on_scope("context-get", "get", "/api/context/", {"scope": "s"}, 200, "view_scope"),
+    on_scope(
         "context-list",
         "get",
         "/api/context/list/",
-        lambda c: {"scope": "s", "name": "l", "last": 1},
+        {"scope": "s", "name": "l", "last": 1},
         200,
         "view_scope",
-        (),
-        setup=with_scope,
     ),
-    Case(
+    changes_scope(
         "context-put",
         "put",
         "/api/context/",
-        lambda c: {"scope": "s", "name": "v", "value": 1},
+        {"scope": "s", "name": "v", "value": 1},
         200,
-        "",
-        ("change_scope",),
         stranger=200,
-        setup=with_scope,
-        reveals=False,
     ),
-    Case(
-        "context-delete",
-        "delete",
-        "/api/context/",
-        lambda c: {"scope": "s", "name": "v"},
-        204,
-        "",
-        ("change_scope",),
-        setup=with_scope,
-        query=True,
-        reveals=False,
+    changes_scope(
+        "context-delete", "delete", "/api/context/", {"scope": "s", "name": "v"}, 204, query=True
     ),
-    Case(
+    changes_scope(
         "context-push",
         "post",
         "/api/context/push/",
-        lambda c: {"scope": "s", "name": "l", "value": 1},
+        {"scope": "s", "name": "l", "value": 1},
         200,
-        "",
-        ("change_scope",),
         stranger=200,
-        setup=with_scope,
-        reveals=False,
     ),
-    Case(
-        "context-pop",
-        "post",
-        "/api/context/pop/",
-        lambda c: {"scope": "s", "name": "l"},
-        200,
-        "",
-        ("change_scope",),
-        setup=with_scope,
+    changes_scope(
+        "context-pop", "post", "/api/context/pop/", {"scope": "s", "name": "l"}, 200, reveals=True
     ),
-    Case(
+    on_scope(
         "scopes-list",
         "get",
         "/api/scopes/",
-        lambda c: {},
+        {},
         200,
         "view_scope",
-        (),
         stranger=200,
-        setup=with_scope,
         lists=True,
         reveals=False,
     ),
-    Case(
-        "scopes-delete",
-        "delete",
-        "/api/scopes/",
-        lambda c: {"scope": "s"},
-        204,
-        "",
-        ("change_scope",),
-        setup=with_scope,
-        query=True,
-        reveals=False,
-    ),
-    Case(
+    changes_scope("scopes-delete", "delete", "/api/scopes/", {"scope": "s"}, 204, query=True),
+    # its ``owner`` is a filter
+    on_pause(
         "pauses-list",
         "get",
         "/api/pauses/",
-        lambda c: {},
+        {},
         200,
         "view_pausedrun",
-        (),
+        change_perm=(),
         stranger=200,
-        setup=with_pause,
         lists=True,
         names_owner=False,
         change_shows=True,
-    ),  # its ``owner`` is a filter
-    Case(
+    ),
+    on_pause(
         "pauses-put",
         "post",
         "/api/pauses/",
         lambda c: {**PAUSE, "payload": 1, "owner": c["me"]},
         201,
-        "",
-        ("add_pausedrun", "change_pausedrun"),
-        setup=with_pause,
+        change_perm=("add_pausedrun", "change_pausedrun"),
         reveals=False,
     ),
-    Case(
+    on_pause(
         "pauses-claim",
         "post",
         "/api/pauses/claim/",
         lambda c: {**PAUSE, "question_id": c["question_id"]},
         200,
-        "",
-        ("change_pausedrun",),
-        setup=with_pause,
     ),
-    Case(
+    on_pause(
         "pauses-resolve",
         "post",
         "/api/pauses/resolve/",
-        lambda c: PAUSE,
+        PAUSE,
         200,
-        "",
-        ("change_pausedrun",),
         setup=with_claimed_pause,
         names_owner=False,
     ),
-    Case(
-        "pauses-cancel",
-        "post",
-        "/api/pauses/cancel/",
-        lambda c: PAUSE,
-        204,
-        "",
-        ("change_pausedrun",),
-        setup=with_pause,
-        reveals=False,
-        names_owner=False,
+    on_pause(
+        "pauses-cancel", "post", "/api/pauses/cancel/", PAUSE, 204, reveals=False, names_owner=False
     ),
-    Case(
+    on_run(
         "runs-create",
         "post",
         "/api/runs/",
         lambda c: {"run_id": f"{c['me']}-new"},
         201,
         stranger=201,
-        setup=with_run,
         reveals=False,
-        names_owner=False,
         roles=False,
     ),
-    Case(
-        "runs-get",
-        "get",
-        RUN,
-        lambda c: {},
-        200,
-        "view_run",
-        setup=with_run,
-        names_owner=False,
-        change_shows=True,
-    ),
-    Case(
-        "runs-patch",
-        "patch",
-        RUN,
-        lambda c: {"context": {"new": 1}},
-        200,
-        "",
-        ("change_run",),
-        setup=with_run,
-        reveals=False,
-        names_owner=False,
-    ),
-    Case(
-        "runs-usage",
-        "post",
-        RUN + "usage/",
-        lambda c: {"requests": 1},
-        200,
-        "",
-        ("change_run",),
-        setup=with_run,
-        reveals=False,
-        names_owner=False,
-    ),
-    Case(
-        "approvals-get",
-        "get",
-        RUN + "approvals/",
-        lambda c: {},
-        200,
-        "view_run",
-        setup=with_run,
-        names_owner=False,
-        change_shows=True,
-    ),
-    Case(
-        "approvals-rebuild",
-        "put",
-        RUN + "approvals/",
-        lambda c: {},
-        200,
-        "",
-        ("change_run",),
-        setup=with_run,
-        reveals=False,
-        names_owner=False,
-    ),
-    Case(
-        "approvals-approve",
-        "post",
-        RUN + "approvals/approve/",
-        lambda c: CALL,
-        200,
-        "",
-        ("change_run",),
-        setup=with_run,
-        names_owner=False,
-    ),
-    Case(
+    on_run("runs-get", "get", RUN, {}, 200, "view_run", change_shows=True),
+    changes_run("runs-patch", "patch", RUN, {"context": {"new": 1}}, 200, reveals=False),
+    changes_run("runs-usage", "post", RUN + "usage/", {"requests": 1}, 200, reveals=False),
+    on_run("approvals-get", "get", RUN + "approvals/", {}, 200, "view_run", change_shows=True),
+    changes_run("approvals-rebuild", "put", RUN + "approvals/", {}, 200, reveals=False),
+    changes_run("approvals-approve", "post", RUN + "approvals/approve/", CALL, 200),
+    changes_run(
         "approvals-consume",
         "post",
         RUN + "approvals/consume/",
-        lambda c: {
-            "tool_name": "tool",
-            "call_id": "call-9",
-            "arguments_digest": arguments_digest({"note": SECRET}),
-        },
+        CONSUMED,
         200,
-        "",
-        ("change_run",),
         setup=with_approved_call,
-        names_owner=False,
     ),
-    Case(
-        "approvals-reject",
-        "post",
-        RUN + "approvals/reject/",
-        lambda c: CALL,
-        200,
-        "",
-        ("change_run",),
-        setup=with_run,
-        names_owner=False,
+    changes_run("approvals-reject", "post", RUN + "approvals/reject/", CALL, 200),
+    changes_run(
+        "run-approval-requests", "post", RUN + "approval-requests/", CALL, 201, reveals=False
     ),
-    Case(
-        "run-approval-requests",
-        "post",
-        RUN + "approval-requests/",
-        lambda c: CALL,
-        201,
-        "",
-        ("change_run",),
-        setup=with_run,
-        reveals=False,
-        names_owner=False,
-    ),
-    Case(
+    on_run(
         "approval-requests-list",
         "get",
         "/api/approval-requests/",
-        lambda c: {},
+        {},
         200,
         "view_approvalrequest",
         stranger=200,
-        setup=with_run,
         lists=True,
-        names_owner=False,
     ),
-    Case(
+    on_run(
         "approval-requests-get",
         "get",
         "/api/approval-requests/{id}/",
-        lambda c: {},
+        {},
         200,
         "view_approvalrequest",
-        setup=with_run,
-        names_owner=False,
     ),
     Case(
         "events-list",
         "get",
         "/api/events/",
-        lambda c: {},
+        {},
         200,
         "view_pausedrun",
-        (),
         stranger=200,
         setup=with_pause,
         lists=True,
@@ -609,11 +462,10 @@ def test_naming_an_unknown_owner_with_the_permission_is_400(codename, django_use
     assert not Scope.objects.exists()
 
 
-def test_naming_another_owner_is_403_whether_or_not_the_scope_exists(alice, stranger):
-    api = client(stranger)
-    for scope in ("s", "missing"):
-        response = api.get("/api/context/", {"scope": scope, "owner": "alice"})
-        assert response.status_code == 403 and response.json()["code"] == "permission_denied"
+@pytest.mark.parametrize("scope", ["s", "missing"])
+def test_naming_another_owner_is_403_whether_or_not_the_scope_exists(scope, alice, stranger):
+    response = client(stranger).get("/api/context/", {"scope": scope, "owner": "alice"})
+    assert response.status_code == 403 and response.json()["code"] == "permission_denied"
 
 
 def test_another_users_pause_and_a_missing_one_answer_alike(alice, stranger):

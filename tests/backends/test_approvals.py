@@ -146,9 +146,9 @@ def test_current_status_and_filters_read_past_ttl_requests_as_expired(run):
 
 
 def test_approval_request_reads_one_request_as_a_listing_shows_it(run, alice, bob, reviewer):
-    fresh = approvals.request_approval(run, "mail", "c1", {"to": "bob"}, user=alice)
-    stale = approvals.request_approval(run, "mail", "c2", user=alice)
-    decided = approvals.request_approval(run, "mail", "c3", user=alice)
+    fresh = approvals.request_approval(run, "mail", "c1", {"to": "bob"}, by=alice)
+    stale = approvals.request_approval(run, "mail", "c2", by=alice)
+    decided = approvals.request_approval(run, "mail", "c3", by=alice)
     approvals.decide(decided, "reject", by=reviewer, reason="no")
     age(stale, timedelta(days=2))
     listed = approvals.with_current_status(ApprovalRequest.objects.all())

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from agentstate.contrib.core import EXPIRED, REJECTED, Review
+from agentstate.contrib.kept import UsageDelta, usage
 from agentstate.contrib.langgraph.bridge import _decision as langgraph_decision
 from agentstate.contrib.pydantic_ai import _decision as pydantic_ai_decision
-from agentstate.models import ApprovalRequest
+from agentstate.models import ApprovalRequest, Run
 from tests.bridges.test_bridge import Mailer, done, email
 from tests.bridging import review_in_thread
 
@@ -148,3 +149,12 @@ def test_a_pydantic_ai_agent_outside_the_site_needs_no_django_settings():
     )
     assert done_.returncode == 0, done_.stderr
     assert done_.stdout.strip() == "ok"
+
+
+def test_a_steps_usage_has_the_runs_counters():
+    """``UsageDelta`` spells the counters out for the type checker: they stay a run's."""
+    assert tuple(UsageDelta.__annotations__) == Run.USAGE_FIELDS
+    assert usage(requests=1, cached_tokens=2) == dict.fromkeys(Run.USAGE_FIELDS, 0) | {
+        "requests": 1,
+        "cached_tokens": 2,
+    }

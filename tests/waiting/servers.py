@@ -2,74 +2,38 @@
 helpers to call it: the servers every waiting test talks to."""
 
 import json
-import subprocess
-import sys
-import tempfile
-import time
 import urllib.error
 import urllib.request
 from typing import Any
 
-from tests.hardening import ROOT, database_env, free_port
+from tests.hardening import ROOT, Server, database_env
 
 
-class Uvicorn:
+class Uvicorn(Server):
     """One uvicorn process (one event loop) serving ``project.asgi:application``."""
 
+    name = "uvicorn"
+
     def __init__(self, env: dict[str, str] | None = None, **extra: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**(env or database_env()), **extra}
+        super().__init__({**(env or database_env()), **extra})
         self.env["DJANGO_SETTINGS_MODULE"] = "project.settings"  # the demo site, as deployed
         self.env["PYTHONPATH"] = str(ROOT)
 
-    def __enter__(self) -> "Uvicorn":
-        self.log = tempfile.TemporaryFile(prefix=f"uvicorn-{self.port}-")  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "project.asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--log-level",
-                "warning",
-                "--limit-concurrency",
-                "2000",
-                "--backlog",
-                "2048",
-            ],
-            cwd=ROOT,
-            env=self.env,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.output()
-            try:
-                urllib.request.urlopen(self.url + "/api/schema/?format=json", timeout=5).read()
-                return self
-            except OSError:
-                time.sleep(0.2)
-        raise AssertionError("uvicorn did not start:\n" + self.output())
-
-    def output(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode(errors="replace")[-5000:]
-
-    def __exit__(self, *exc: object) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
+    def command(self) -> list[str]:
+        return [
+            "uvicorn",
+            "project.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warning",
+            "--limit-concurrency",
+            "2000",
+            "--backlog",
+            "2048",
+        ]
 
 
 def call(

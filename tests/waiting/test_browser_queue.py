@@ -36,7 +36,7 @@ def test_the_queue_shows_new_and_decided_requests_without_a_reload(live_server, 
     other = make_user("other-reviewer", "agentstate.decide_approvalrequest")
     make_user("reviewer", "agentstate.decide_approvalrequest", is_staff=True)
     run = runs.create_run("live-run", user=agent)
-    first = approvals.request_approval(run, "send_email", "call-1", user=agent)
+    first = approvals.request_approval(run, "send_email", "call-1", by=agent)
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -52,7 +52,7 @@ def test_the_queue_shows_new_and_decided_requests_without_a_reload(live_server, 
             expect(page.locator("#result_list")).to_contain_text("call-1")
             loaded = page.evaluate("performance.timeOrigin")
 
-            in_thread(lambda: approvals.request_approval(run, "send_email", "call-2", user=agent))
+            in_thread(lambda: approvals.request_approval(run, "send_email", "call-2", by=agent))
             expect(page.locator("#result_list")).to_contain_text("call-2")
 
             in_thread(lambda: approvals.decide(first.pk, "approve", by=other))

@@ -34,7 +34,7 @@ class Flaky(httpx.HTTPTransport):
 def file_slowly(user, count: int) -> threading.Thread:
     def file() -> None:
         for i in range(count):
-            approvals.request_approval("client", "send", f"c{i}", user=user)
+            approvals.request_approval("client", "send", f"c{i}", by=user)
             time.sleep(0.1)
         connection.close()
 
@@ -46,7 +46,7 @@ def file_slowly(user, count: int) -> threading.Thread:
 def test_wait_for_decision_and_follow_events(server, agent, reviewer):
     user, token = agent
     runs.create_run("client", user=user)
-    filed = approvals.request_approval("client", "send", "first", user=user)
+    filed = approvals.request_approval("client", "send", "first", by=user)
     api = f"{server.url}/api/"
     with AgentStateClient(api, token=token) as client:
         assert client.wait_for_decision(filed.pk, 0.2)["status"] == "pending"
@@ -72,7 +72,7 @@ def test_wait_for_decision_and_follow_events(server, agent, reviewer):
 def test_the_async_client(server, agent, reviewer):
     user, token = agent
     runs.create_run("client", user=user)
-    filed = approvals.request_approval("client", "send", "first", user=user)
+    filed = approvals.request_approval("client", "send", "first", by=user)
     connection.close()
 
     async def main():

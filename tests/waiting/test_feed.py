@@ -25,7 +25,7 @@ def write(number: int, user, errors: list) -> None:
         rng = random.Random(number)
         for i in range(EACH):
             with transaction.atomic():
-                approvals.request_approval(f"feed-{number}", "send", f"c{i}", user=user)
+                approvals.request_approval(f"feed-{number}", "send", f"c{i}", by=user)
                 time.sleep(rng.uniform(0, 0.05))  # committed later than ids drawn after it
     except Exception as error:  # noqa: BLE001 - reported by the test
         errors.append(error)

@@ -58,9 +58,7 @@ def test_500_waiters_on_one_process_use_at_most_two_connections(make_user, revie
     user = make_user("agent")
     token = Token.objects.create(user=user).key
     runs.create_run("many", user=user)
-    ids = [
-        approvals.request_approval("many", "send", f"c{i}", user=user).pk for i in range(REQUESTS)
-    ]
+    ids = [approvals.request_approval("many", "send", f"c{i}", by=user).pk for i in range(REQUESTS)]
     with Uvicorn(database_env()) as server:
         # The ordinary sync views: a burst of 20 requests leaves nothing behind.
         for _ in range(20):

@@ -29,7 +29,7 @@ def decide_later(pk: int, user, delay: float = 0.5) -> threading.Thread:
 def test_wait_returns_on_a_decision_and_pending_after_the_timeout(make_user):
     user = make_user("agent")
     run = runs.create_run("py", user=user)
-    filed = approvals.request_approval(run, "send", "c1", user=user)
+    filed = approvals.request_approval(run, "send", "c1", by=user)
     started = time.monotonic()
     assert approvals.wait(filed.pk, 0.3).current_status == "pending"
     assert time.monotonic() - started >= 0.3
@@ -47,8 +47,8 @@ def test_wait_returns_on_a_decision_and_pending_after_the_timeout(make_user):
 def test_await_decision_and_the_run_wait(make_user):
     user = make_user("agent")
     run = runs.create_run("py-async", user=user)
-    first = approvals.request_approval(run, "send", "c1", user=user)
-    second = approvals.request_approval(run, "send", "c2", user=user)
+    first = approvals.request_approval(run, "send", "c1", by=user)
+    second = approvals.request_approval(run, "send", "c2", by=user)
 
     async def main():
         decider = decide_later(first.pk, user)

@@ -40,7 +40,7 @@ def file_later(user, names: list[str], delay: float = 0.5) -> threading.Thread:
 
         time.sleep(delay)
         for name in names:
-            approvals.request_approval("streamed", "send", name, user=user)
+            approvals.request_approval("streamed", "send", name, by=user)
         connection.close()
 
     thread = threading.Thread(target=file)
@@ -54,7 +54,7 @@ def test_a_stream_resumes_after_a_disconnect_with_nothing_lost_or_repeated(serve
     headers = {"Authorization": f"Token {token}", "Accept": "text/event-stream"}
     with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
         # Without after: from the next event on.
-        approvals.request_approval("streamed", "send", "before", user=user)
+        approvals.request_approval("streamed", "send", "before", by=user)
         writer = file_later(user, ["a", "b", "c"])
         with client.stream("GET", "/api/events/stream/") as response:
             assert response.status_code == 200
