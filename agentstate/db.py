@@ -231,6 +231,59 @@ def _columns(model: type[models.Model]) -> dict[str, models.Field]:
     return {cast(str, field.column): field for field in model._meta.concrete_fields}
 
 
+class Columns:
+    """A fixed statement's columns of ``model`` and the instances built from them:
+    the concrete fields ``names`` (attribute or field names; ``None``: every one),
+    in the model's order, the others deferred (read when used, as ``only()``
+    leaves them). ``build`` takes the columns as the driver read them, through
+    their fields' ``from_db_value`` as a QuerySet would; ``build_json`` takes them
+    as JSON gave them (a time as text, a JSON field decoded). Cheaper than
+    ``from_json``: no field's ``to_python`` but a time's, no dictionary per row."""
+
+    def __init__(self, model: type[models.Model], names: tuple[str, ...] | None = None) -> None:
+        fields = [
+            field
+            for field in model._meta.concrete_fields
+            if names is None or field.attname in names or field.name in names
+        ]
+        self.model = model
+        self.names = [field.attname for field in fields]
+        self.columns = [cast(str, field.column) for field in fields]
+        self.converted = [
+            (i, field) for i, field in enumerate(fields) if hasattr(field, "from_db_value")
+        ]
+        self.parsed = [
+            (i, field.to_python)
+            for i, field in enumerate(fields)
+            if isinstance(
+                field,
+                models.DateField | models.UUIDField | models.DecimalField | models.DurationField,
+            )
+        ]
+
+    def select(self, table: str, first: int = 0) -> str:
+        """The columns as a select list of ``table``'s, named ``c<first>``, ``c<first + 1>``..."""
+        return ", ".join(
+            f"{table}.{column} AS c{first + i}" for i, column in enumerate(self.columns)
+        )
+
+    def build(self, alias: str, values: Any) -> Any:
+        values = list(values)
+        if self.converted:
+            connection = connections[alias]
+            for i, field in self.converted:
+                if values[i] is not None:
+                    values[i] = field.from_db_value(values[i], None, connection)
+        return self.model.from_db(alias, self.names, values)
+
+    def build_json(self, alias: str, values: Any) -> Any:
+        values = list(values)
+        for i, to_python in self.parsed:
+            if values[i] is not None:
+                values[i] = to_python(values[i])
+        return self.model.from_db(alias, self.names, values)
+
+
 # The window count a page's rows carry (``window_page``).
 TOTAL = "agentstate_total"
 
