@@ -285,6 +285,8 @@ def _plain(field: Any) -> bool:
         return field.uuid_format == "hex_verbose"
     if isinstance(field, serializers.JSONField):
         return not field.binary
+    if isinstance(field, serializers.BigIntegerField):
+        return not getattr(field, "coerce_to_string", api_settings.COERCE_BIGINT_TO_STRING)
     return True
 
 
@@ -295,6 +297,7 @@ def _same(value: Any) -> Any:
 _CONVERTERS: dict[type, Callable[[Any], Any]] = {
     serializers.CharField: str,
     serializers.IntegerField: int,
+    serializers.BigIntegerField: int,
     serializers.UUIDField: str,
     serializers.JSONField: _same,
     serializers.DateTimeField: _same,  # read by ``read_time``

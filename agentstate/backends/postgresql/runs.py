@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from django.contrib.auth import get_user_model
 from django.db import connections
+from django.db.models import Field
 
 from agentstate.backends.base import Changed, Page, RequestFilters
 from agentstate.backends.events import from_json as events_from_json
@@ -18,9 +19,11 @@ from agentstate.records import DECIDED_BY_RECORDS
 from agentstate.types import Actor, Reach, Records, Verdict, arguments_digest
 
 Status = ApprovalRequest.Status
-_RUN = cast(Any, ApprovalRequest._meta.get_field("run"))
-_DECIDED_BY = cast(Any, ApprovalRequest._meta.get_field("decided_by"))
-_BY = cast(Any, Vote._meta.get_field("by"))
+# Where a row keeps its related objects (``_state.fields_cache``), as select_related does.
+_RUN, _DECIDED_BY = (
+    cast(Any, ApprovalRequest._meta.get_field(name)).cache_name for name in ("run", "decided_by")
+)
+_BY = cast(Any, Vote._meta.get_field("by")).cache_name
 
 
 def _creator(reach: Reach | None) -> int | None:
@@ -120,19 +123,21 @@ class RunOperations:
             rows = c.fetchall()
         reading = _page_columns()
         alias = self.alias
+        request_of = reading.request.builder(alias)
+        run_of = reading.runs.builder(alias)
+        user_of = reading.users.builder(alias)
+        run_at, user_at, status_at = reading.run, reading.user, reading.status
         page = []
         for row in rows:
-            request = reading.request.build(alias, row[: reading.run])
-            run = reading.runs.build(alias, row[reading.run : reading.user])
-            decider = row[reading.user : reading.status]
-            _RUN.set_cached_value(request, run)
-            _DECIDED_BY.set_cached_value(
-                request, None if decider[0] is None else reading.users.build(alias, decider)
-            )
-            request.current_status = row[reading.status]  # type: ignore[attr-defined]
-            votes = row[reading.status + 3]  # after the count and the rule
+            request = request_of(row[:run_at])
+            decider = row[user_at:status_at]
+            cached = request._state.fields_cache
+            cached[_RUN] = run_of(row[run_at:user_at])
+            cached[_DECIDED_BY] = None if decider[0] is None else user_of(decider)
+            request.current_status = row[status_at]
+            votes = row[status_at + 3]  # after the count and the rule
             if votes is not None:
-                request._prefetched_objects_cache = {  # type: ignore[attr-defined]
+                request._prefetched_objects_cache = {
                     "votes": _prefetched(reading, alias, decoded(votes))
                 }
             page.append(request)
@@ -304,7 +309,7 @@ def _page_columns() -> _PageColumns:
     user = get_user_model()
     request = Columns(ApprovalRequest)
     runs = Columns(Run, ("id", "run_id"))
-    users = Columns(user, (cast(str, user._meta.pk.name), user.USERNAME_FIELD))
+    users = Columns(user, (user._meta.pk.name, user.USERNAME_FIELD))
     run = len(request.columns)
     return _PageColumns(
         request,
@@ -323,26 +328,29 @@ def _prefetched(reading: _PageColumns, alias: str, rows: list[list[Any]]) -> Any
     votes = []
     width = len(reading.votes.columns)
     by_at = reading.votes.names.index("by_id")
+    vote_of = reading.votes.builder(alias, as_json=True)
+    user_of = reading.users.builder(alias, as_json=True)
     for row in rows:
-        vote = reading.votes.build_json(alias, row[:width])
+        vote = vote_of(row[:width])
         by = row[by_at]
-        _BY.set_cached_value(
-            vote, None if by is None else reading.users.build_json(alias, [by, row[width]])
-        )
+        vote._state.fields_cache[_BY] = None if by is None else user_of([by, row[width]])
         votes.append(vote)
-    prefetched = Vote.objects.using(alias).all()
+    prefetched: Any = Vote.objects.using(alias).all()
     prefetched._result_cache = votes
     prefetched._prefetch_done = True
     return prefetched
+
+
+def _column(model: type[Any], name: str) -> str:
+    return cast(str, cast(Field, model._meta.get_field(name)).column)
 
 
 def overdue_sql(r: str, ttl: str) -> str:
     """A pending request past its deadline by the database clock (filed under no rule:
     older than ``ttl``), as ``querysets.past_ttl`` has it (Django's ``Now()`` is
     ``STATEMENT_TIMESTAMP()``), never NULL; ``r``: the request table's alias."""
-    meta = ApprovalRequest._meta
     status, created_at, deadline = (
-        meta.get_field(name).column for name in ("status", "created_at", "deadline")
+        _column(ApprovalRequest, name) for name in ("status", "created_at", "deadline")
     )
     return (
         f"({r}.{status} = '{Status.PENDING.value}' AND CASE WHEN {r}.{deadline} IS NULL"
@@ -356,21 +364,22 @@ def _page_statement(shape: _PageShape) -> str:
     """A page of requests (``Backend.approval_requests_page``): one fixed statement per
     shape of the filters, each row the request's columns, its run's id and run_id,
     its decider's id and username, its current status, the window count, and its
-    votes as JSON (each the vote's columns, then its voter's username), none for a
-    request filed under no rule, as ``approvals.votes_of`` has it. The page is cut
+    votes as JSON (each the vote's columns, then its voter's username; ``[]`` for
+    none), ``NULL`` for a request filed under no rule, which ``approvals.votes_of``
+    answers without them. The page is cut
     first, then its votes read."""
     reading = _page_columns()
     meta, run, vote = ApprovalRequest._meta, Run._meta, Vote._meta
     user = get_user_model()._meta
 
     def column(name: str) -> str:
-        return f"r.{meta.get_field(name).column}"
+        return f"r.{_column(ApprovalRequest, name)}"
 
     overdue = overdue_sql("r", "%(ttl)s::interval")
     state = column("status")
     where = [f"{column('tool_name')} = %(tool_name)s"] if "tool_name" in shape.named else []
     if "run_id" in shape.named:
-        where.append(f"run.{run.get_field('run_id').column} = %(run_id)s")
+        where.append(f"run.{_column(Run, 'run_id')} = %(run_id)s")
     if shape.status == Status.PENDING:
         where.append(f"{state} = '{Status.PENDING.value}' AND NOT {overdue}")
     elif shape.status == Status.EXPIRED:
@@ -381,17 +390,17 @@ def _page_statement(shape: _PageShape) -> str:
         where.append(f"{column('created_by')} IS NULL")
     elif shape.reached:
         where.append(f"{column('created_by')} = %(creator)s")
-    created_at = reading.request.columns.index(meta.get_field("created_at").column)
-    pk = reading.request.columns.index(meta.pk.column)
+    created_at = reading.request.columns.index(_column(ApprovalRequest, "created_at"))
+    pk = reading.request.columns.index(cast(str, meta.pk.column))
     status_at = reading.status
-    voter = f"{user.db_table}"
     votes = ", ".join(f"v.{c}" for c in reading.votes.columns)
     return (
-        f"SELECT p.*, CASE WHEN p.rule IS NOT NULL THEN (SELECT json_agg(json_build_array("
-        f"{votes}, vu.{user.get_field(get_user_model().USERNAME_FIELD).column})"
-        f" ORDER BY v.{vote.get_field('at').column}, v.{vote.pk.column})"
-        f" FROM {vote.db_table} v LEFT JOIN {voter} vu ON vu.{user.pk.column} = v.{vote.get_field('by').column}"
-        f" WHERE v.{vote.get_field('request').column} = p.c{pk}) END"
+        f"SELECT p.*, CASE WHEN p.rule IS NOT NULL THEN COALESCE((SELECT json_agg(json_build_array("
+        f"{votes}, vu.{_column(get_user_model(), get_user_model().USERNAME_FIELD)})"
+        f" ORDER BY v.{_column(Vote, 'at')}, v.{vote.pk.column})"
+        f" FROM {vote.db_table} v LEFT JOIN {user.db_table} vu"
+        f" ON vu.{user.pk.column} = v.{_column(Vote, 'by')}"
+        f" WHERE v.{_column(Vote, 'request')} = p.c{pk}), '[]') END"
         f" FROM (SELECT {reading.request.select('r')}, {reading.runs.select('run', reading.run)},"
         f" {reading.users.select('u', reading.user)},"
         f" CASE WHEN {overdue} THEN '{Status.EXPIRED.value}' ELSE {state} END AS c{status_at},"
