@@ -13,7 +13,8 @@ from django.db import (
     models,
     transaction,
 )
-from django.db.models import DEFERRED, Count, Window
+from django.db.models import DEFERRED, Count, Window, signals
+from django.db.models.base import ModelState
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -229,6 +230,71 @@ def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
 def _columns(model: type[models.Model]) -> dict[str, models.Field]:
     # A concrete field is one with a column.
     return {cast(str, field.column): field for field in model._meta.concrete_fields}
+
+
+class Columns:
+    """A fixed statement's columns of ``model`` and the instances built from them:
+    the concrete fields ``names`` (attribute or field names; ``None``: every one),
+    in the model's order, the others deferred (read when used, as ``only()``
+    leaves them), built by ``builder``. Cheaper than ``from_json``: no field's
+    ``to_python`` but a time's, no dictionary per row."""
+
+    def __init__(self, model: type[models.Model], names: tuple[str, ...] | None = None) -> None:
+        fields = [
+            field
+            for field in model._meta.concrete_fields
+            if names is None or field.attname in names or field.name in names
+        ]
+        self.model = model
+        self.names = [field.attname for field in fields]
+        self.columns = [cast(str, field.column) for field in fields]
+        self.converted = [
+            (i, field) for i, field in enumerate(fields) if hasattr(field, "from_db_value")
+        ]
+        self.parsed = [
+            (i, field)
+            for i, field in enumerate(fields)
+            if isinstance(
+                field,
+                models.DateField | models.UUIDField | models.DecimalField | models.DurationField,
+            )
+        ]
+
+    def select(self, table: str, first: int = 0) -> str:
+        """The columns as a select list of ``table``'s, named ``c<first>``, ``c<first + 1>``..."""
+        return ", ".join(
+            f"{table}.{column} AS c{first + i}" for i, column in enumerate(self.columns)
+        )
+
+    def builder(self, alias: str, as_json: bool = False) -> Callable[[Any], Any]:
+        """What builds an instance on ``alias`` from a row's columns (``as_json``: as
+        JSON gave them), decided once for many rows. Built as ``Model.from_db``
+        builds it, but with no model signal listened to its values go straight
+        into the instance, each field's ``__set__`` skipped (a new instance has no
+        related object cached for it to clear)."""
+        model, names = self.model, self.names
+        connection = connections[alias]
+        converted = self.parsed if as_json else self.converted
+        signalled = signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model)
+
+        def build(values: Any) -> Any:
+            values = list(values)
+            for i, field in converted:
+                if values[i] is not None:
+                    values[i] = (
+                        field.to_python(values[i])
+                        if as_json
+                        else field.from_db_value(values[i], None, connection)
+                    )
+            if signalled:
+                return model.from_db(alias, names, values)
+            instance = model.__new__(model)
+            instance.__dict__.update(zip(names, values, strict=True))
+            state = instance._state = ModelState()
+            state.adding, state.db = False, alias
+            return instance
+
+        return build
 
 
 # The window count a page's rows carry (``window_page``).

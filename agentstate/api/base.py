@@ -160,6 +160,15 @@ def represent_rows(serializer_class: type[serializers.Serializer], rows: list[An
     if type(shown_by).to_representation is not serializers.Serializer.to_representation:
         return [shown_by.to_representation(row) for row in rows]  # its own way
     zone = timezone.get_current_timezone() if settings.USE_TZ else None
+    return represent_in(serializer_class, rows, zone)
+
+
+def represent_in(serializer_class: type[serializers.Serializer], rows: Any, zone: Any) -> list[Any]:
+    """``represent_rows`` in the time zone ``zone`` (``None``: without ``USE_TZ``),
+    for a field of a row that shows a list of its own (``read_row``)."""
+    shown_by = _shared(serializer_class)
+    if type(shown_by).to_representation is not serializers.Serializer.to_representation:
+        return [shown_by.to_representation(row) for row in rows]  # its own way
     readers = _readers(serializer_class)
     shown: list[Any] = []
     for row in rows:
@@ -197,25 +206,47 @@ def _reader(field: Any) -> Reader:
         check = attribute.pk if isinstance(attribute, PKOnlyObject) else attribute
         return None if check is None else field.to_representation(attribute)
 
+    read_row = getattr(field, "read_row", None)
+    if read_row is not None:  # a field that reads a row its own way
+        return read_row  # type: ignore[no-any-return]
     kind = type(field)
     if kind is serializers.SerializerMethodField:
         method = getattr(field.parent, field.method_name)
         return lambda row, zone: method(row)
     attrs = field.source_attrs
     convert = _CONVERTERS.get(kind)
-    if len(attrs) != 1 or convert is None or not _plain(field):
+    if not attrs or convert is None or not _plain(field):
         return read_field
-    (attr,) = attrs
+    if len(attrs) > 1:  # through related rows (``run.run_id``)
+
+        def read_through(row: Any, zone: Any) -> Any:
+            value: Any = row
+            for name in attrs:
+                value = getattr(value, name, _SKIP)
+                if value is _SKIP or value is None or callable(value):
+                    return read_field(row, zone)  # as DRF has it
+            if kind is not serializers.DateTimeField:
+                return convert(value)
+            return (
+                read_field(row, zone)
+                if zone is None or isinstance(value, str)
+                else show_time(value, zone)
+            )
+
+        return read_through
+    return _reader_of(field, attrs[0], kind, convert, read_field)
+
+
+def _reader_of(field: Any, attr: str, kind: type, convert: Any, read_field: Reader) -> Reader:
+    """What reads ``attr`` off a row as ``field`` (of class ``kind``) shows it, with
+    ``read_field`` for what DRF shows its own way."""
     if kind is serializers.DateTimeField:
 
         def read_time(row: Any, zone: Any) -> Any:
             value: Any = getattr(row, attr, _SKIP)
             if value is _SKIP or zone is None or isinstance(value, str):
                 return read_field(row, zone)  # as DRF has it
-            if value is None or timezone.is_naive(value):
-                return None if value is None else field.to_representation(value)
-            text = value.astimezone(zone).isoformat()
-            return text[:-6] + "Z" if text.endswith("+00:00") else text
+            return show_time(value, zone)
 
         return read_time
 
@@ -226,6 +257,20 @@ def _reader(field: Any) -> Reader:
         return None if value is None else convert(value)
 
     return read
+
+
+_ISO_FIELD = serializers.DateTimeField()
+
+
+def show_time(value: Any, zone: Any) -> Any:
+    """A time as DRF's ISO 8601 ``DateTimeField`` shows it in the time zone ``zone``
+    (the current one, looked up once a page; ``None``: without ``USE_TZ``)."""
+    if value is None:
+        return None
+    if zone is None or timezone.is_naive(value):
+        return _ISO_FIELD.to_representation(value)
+    text = value.astimezone(zone).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def _plain(field: Any) -> bool:
@@ -240,6 +285,8 @@ def _plain(field: Any) -> bool:
         return field.uuid_format == "hex_verbose"
     if isinstance(field, serializers.JSONField):
         return not field.binary
+    if isinstance(field, serializers.BigIntegerField):
+        return not getattr(field, "coerce_to_string", api_settings.COERCE_BIGINT_TO_STRING)
     return True
 
 
@@ -250,6 +297,7 @@ def _same(value: Any) -> Any:
 _CONVERTERS: dict[type, Callable[[Any], Any]] = {
     serializers.CharField: str,
     serializers.IntegerField: int,
+    serializers.BigIntegerField: int,
     serializers.UUIDField: str,
     serializers.JSONField: _same,
     serializers.DateTimeField: _same,  # read by ``read_time``

@@ -59,6 +59,8 @@ T = TypeVar("T")
 # A listing's filters by name: each an exact value (a pause's: ``owner``,
 # ``chat_id``, ``tool_call_id`` and ``status``).
 PauseFilters = dict[str, str]
+# An approval requests' listing's: ``status``, ``tool_name`` and ``run_id``.
+RequestFilters = dict[str, str]
 
 
 # A stored value's type when its bytes are compressed: this prefix, then the serde's.
@@ -400,6 +402,23 @@ class Backend(abc.ABC):
         """The request with its ``run``, its ``decided_by`` and its ``current_status``
         (pending past ``approval_ttl``: expired); ``None`` when there is none or it is
         out of ``reach`` (the requests the reach's user filed; ``None``: all)."""
+
+    @abc.abstractmethod
+    def approval_requests_page(
+        self,
+        filters: RequestFilters,
+        approval_ttl: timedelta,
+        reach: Reach | None,
+        offset: int,
+        limit: int,
+    ) -> Page[ApprovalRequest]:
+        """The requests matching ``filters`` (``status``: the current status;
+        ``tool_name``, ``run_id``: equal) within ``reach`` (those the reach's user
+        filed; ``None``: all), oldest first (``created_at``, then id), ``limit`` of
+        them from ``offset``, and how many match. Each with its ``current_status``
+        (as ``approval_request``'s), its ``run`` (its ``run_id`` at least: the rest may
+        be deferred, read when used), its ``decided_by`` (its username at least) and
+        its votes in order, each with its ``by`` (``services.approvals.votes_of``)."""
 
     @abc.abstractmethod
     def decide(

@@ -74,6 +74,15 @@ def past_ttl(ttl: timedelta) -> Q:
     )
 
 
+def request_in_status(status: str, ttl: timedelta) -> Q:
+    """The requests whose current status (``current_status``) is ``status``."""
+    if status == RequestStatus.PENDING:
+        return Q(status=RequestStatus.PENDING) & ~past_ttl(ttl)
+    if status == RequestStatus.EXPIRED:
+        return Q(status=RequestStatus.EXPIRED) | past_ttl(ttl)
+    return Q(status=status)
+
+
 def current_status(ttl: timedelta) -> Case:
     """A request's status as ``decide`` sees it: a pending one past ``ttl`` is ``expired``."""
     return Case(

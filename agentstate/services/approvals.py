@@ -30,17 +30,17 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from agentstate import events
-from agentstate.backends import backend
+from agentstate.backends import Page, backend
 from agentstate.conf import agentstate_settings
 from agentstate.exceptions import ApprovalRequestNotFound, BadInput, PolicyNotFound
 from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run, Vote
-from agentstate.models.querysets import current_status, past_ttl
+from agentstate.models.querysets import current_status, request_in_status
 from agentstate.policies import DECIDED_BY_POLICY
 from agentstate.policies import active as in_force
 from agentstate.records import DECIDED_BY_RECORDS
 from agentstate.services import runs, waiting
 from agentstate.types import Reach
-from agentstate.validation import check_json, check_key
+from agentstate.validation import check_json, check_key, check_run_id
 
 from .acting import By, acting, takes_by
 
@@ -61,6 +61,7 @@ __all__ = [
     "in_status",
     "policies",
     "request_approval",
+    "requests_page",
     "revoke_policy",
     "votes_of",
     "wait",
@@ -115,12 +116,7 @@ def decidable_by(user: Any) -> QuerySet[ApprovalRequest]:
 
 def in_status(status: str) -> Q:
     """The requests whose current status (see ``with_current_status``) is ``status``."""
-    expired = past_ttl(agentstate_settings.APPROVAL_TTL)
-    if status == Status.PENDING:
-        return Q(status=Status.PENDING) & ~expired
-    if status == Status.EXPIRED:
-        return Q(status=Status.EXPIRED) | expired
-    return Q(status=status)
+    return request_in_status(status, agentstate_settings.APPROVAL_TTL)
 
 
 def approval_request(request_id: int, *, reach: Reach | None = None) -> ApprovalRequest | None:
@@ -130,6 +126,37 @@ def approval_request(request_id: int, *, reach: Reach | None = None) -> Approval
     if not 0 < request_id <= MAX_ID:
         return None
     return backend().approval_request(request_id, agentstate_settings.APPROVAL_TTL, reach)
+
+
+# What a listing of approval requests filters by (``requests_page``).
+FILTERS = ("status", "tool_name", "run_id")
+
+
+def requests_page(
+    *, reach: Reach | None = None, offset: int = 0, limit: int, **filters: str
+) -> Page[ApprovalRequest]:
+    """A page of approval requests, oldest first: ``limit`` of them from ``offset``,
+    each with its ``run``, ``decided_by``, ``current_status`` (see
+    ``with_current_status``) and votes (``votes_of``), and how many match in all.
+
+    ``filters`` (each optional): ``status`` (the current status, see
+    ``in_status``), ``tool_name`` and ``run_id`` (equal); ``reach``: only the
+    requests its user filed (``None``: every request).
+    """
+    for name, value in filters.items():
+        if name not in FILTERS:
+            raise BadInput(f"{name}: no such filter of approval requests.", field=name)
+        if name == "run_id":
+            check_run_id(value)
+        else:
+            check_key(value, name)
+    if filters.get("status", Status.PENDING) not in Status.values:
+        raise BadInput(f"status: must be one of: {', '.join(Status.values)}.", field="status")
+    if offset < 0 or limit < 1:
+        raise BadInput("offset must be 0 or more and limit 1 or more.", field="limit")
+    return backend().approval_requests_page(
+        filters, agentstate_settings.APPROVAL_TTL, reach, offset, limit
+    )
 
 
 @takes_by("user")

@@ -16,6 +16,7 @@ from agentstate.services import approvals
 from agentstate.services.budgets import COUNTERS
 from agentstate.services.runs import DIGEST, MAX_INCREMENT
 
+from ..base import represent_in, show_time
 from ..fields import (
     TEXT_PATTERN,
     AnyJSONField,
@@ -209,6 +210,10 @@ class DeadlineField(serializers.Field):
     def to_representation(self, value: ApprovalRequest) -> Any:
         return serializers.DateTimeField().to_representation(approvals.deadline_of(value))
 
+    def read_row(self, request: ApprovalRequest, zone: Any) -> Any:
+        """As ``to_representation``, in a listing (``base.represent_rows``)."""
+        return show_time(approvals.deadline_of(request), zone)
+
 
 class VoteSerializer(serializers.Serializer):
     by = serializers.SerializerMethodField()
@@ -228,6 +233,12 @@ class VotesField(serializers.Field):
 
     def to_representation(self, value: ApprovalRequest) -> Any:
         return VoteSerializer(approvals.votes_of(value), many=True).data
+
+    def read_row(self, request: ApprovalRequest, zone: Any) -> Any:
+        """As ``to_representation``, in a listing (``base.represent_rows``)."""
+        if request.rule_id is None:  # no votes (``votes_of``)
+            return []
+        return represent_in(VoteSerializer, approvals.votes_of(request), zone)
 
 
 class ApprovalRequestSerializer(serializers.ModelSerializer):

@@ -261,15 +261,14 @@ class ApprovalRequestsView(AgentStateAPIView):
         operation_id="approval_requests_list",
     )
     def get(self, request: Request) -> Response:
-        q = self.query(s.ApprovalRequestQuery)
-        rows = _requests(request.user)
-        if "status" in q:
-            rows = rows.filter(approvals.in_status(q["status"]))
-        if "tool_name" in q:
-            rows = rows.filter(tool_name=q["tool_name"])
-        if "run_id" in q:
-            rows = rows.filter(run__run_id=q["run_id"])
-        return self.paginate(rows.order_by("created_at", "pk"), s.ApprovalRequestSerializer)
+        filters = self.query(s.ApprovalRequestQuery)
+        seen = reach(request.user, "view_approvalrequest", "decide_approvalrequest")
+
+        def fetch(offset: int, limit: int) -> tuple[list[ApprovalRequest], int]:
+            page = approvals.requests_page(reach=seen, offset=offset, limit=limit, **filters)
+            return page.rows, page.total
+
+        return self.paginate_fetched(fetch, s.ApprovalRequestSerializer)
 
 
 def request_id(text: str) -> int:

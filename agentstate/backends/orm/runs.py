@@ -17,7 +17,8 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from agentstate.backends import events
-from agentstate.backends.base import Changed
+from agentstate.backends.base import Changed, Page, RequestFilters
+from agentstate.db import window_page
 from agentstate.exceptions import (
     AlreadyDecided,
     AlreadyVoted,
@@ -36,6 +37,7 @@ from agentstate.models import (
     Run,
     Vote,
 )
+from agentstate.models.querysets import request_in_status
 from agentstate.policies import POLICY_ACTOR, decided_reason, json_equal
 from agentstate.records import (
     APPROVE,
@@ -173,6 +175,31 @@ class RunOperations(OversightOperations, PolicyOperations):
         if reach is not None:
             requests = requests.filter(created_by_id=reach.user_id)
         return requests.with_current_status(approval_ttl).filter(pk=request_id).first()
+
+    def approval_requests_page(
+        self,
+        filters: RequestFilters,
+        approval_ttl: timedelta,
+        reach: Reach | None,
+        offset: int,
+        limit: int,
+    ) -> Page[ApprovalRequest]:
+        requests = (
+            self.rows(ApprovalRequest)
+            .select_related("run", "decided_by")
+            .with_current_status(approval_ttl)
+            .prefetch_related("votes__by")
+        )
+        if reach is not None:  # as ``approval_request`` has it
+            requests = requests.filter(created_by_id=reach.user_id)
+        if "status" in filters:
+            requests = requests.filter(request_in_status(filters["status"], approval_ttl))
+        if "tool_name" in filters:
+            requests = requests.filter(tool_name=filters["tool_name"])
+        if "run_id" in filters:
+            requests = requests.filter(run__run_id=filters["run_id"])
+        rows, total = window_page(requests.order_by("created_at", "pk"), offset, limit)
+        return Page(rows, total)
 
     def is_tool_approved(
         self,

@@ -2,19 +2,28 @@
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
 
 from django.contrib.auth import get_user_model
 from django.db import connections
+from django.db.models import Field
 
-from agentstate.backends.base import Changed
+from agentstate.backends.base import Changed, Page, RequestFilters
 from agentstate.backends.events import from_json as events_from_json
-from agentstate.db import Json, cursor, decoded, from_json, group_membership
-from agentstate.models import ApprovalRequest, Run
+from agentstate.db import Columns, Json, cursor, decoded, from_json, group_membership
+from agentstate.models import ApprovalRequest, Run, Vote
 from agentstate.policies import DECIDED_BY_POLICY, POLICY_ACTOR
 from agentstate.records import DECIDED_BY_RECORDS
 from agentstate.types import Actor, Reach, Records, Verdict, arguments_digest
+
+Status = ApprovalRequest.Status
+# Where a row keeps its related objects (``_state.fields_cache``), as select_related does.
+_RUN, _DECIDED_BY = (
+    cast(Any, ApprovalRequest._meta.get_field(name)).cache_name for name in ("run", "decided_by")
+)
+_BY = cast(Any, Vote._meta.get_field("by")).cache_name
 
 
 def _creator(reach: Reach | None) -> int | None:
@@ -83,6 +92,56 @@ class RunOperations:
         )
         request.current_status = current_status  # type: ignore[attr-defined]
         return request
+
+    def approval_requests_page(
+        self,
+        filters: RequestFilters,
+        approval_ttl: timedelta,
+        reach: Reach | None,
+        offset: int,
+        limit: int,
+    ) -> Page[ApprovalRequest]:
+        status = filters.get("status")
+        named = tuple(name for name in ("tool_name", "run_id") if name in filters)
+        creator = None if reach is None else reach.user_id
+        shape = _PageShape(
+            named,
+            status if status in (None, Status.PENDING, Status.EXPIRED) else "",
+            reach is not None,
+            reach is not None and creator is None,
+        )
+        params: dict[str, Any] = {
+            **{name: filters[name] for name in named},
+            "ttl": approval_ttl,
+            "status": status,
+            "creator": creator,
+            "limit": limit,
+            "offset": offset,
+        }
+        with cursor(connections[self.alias]) as c:
+            c.execute(_page_statement(shape), params)
+            rows = c.fetchall()
+        reading = _page_columns()
+        alias = self.alias
+        request_of = reading.request.builder(alias)
+        run_of = reading.runs.builder(alias)
+        user_of = reading.users.builder(alias)
+        run_at, user_at, status_at = reading.run, reading.user, reading.status
+        page = []
+        for row in rows:
+            request = request_of(row[:run_at])
+            decider = row[user_at:status_at]
+            cached = request._state.fields_cache
+            cached[_RUN] = run_of(row[run_at:user_at])
+            cached[_DECIDED_BY] = None if decider[0] is None else user_of(decider)
+            request.current_status = row[status_at]
+            votes = row[status_at + 3]  # after the count and the rule
+            if votes is not None:
+                request._prefetched_objects_cache = {
+                    "votes": _prefetched(reading, alias, decoded(votes))
+                }
+            page.append(request)
+        return Page(page, rows[0][reading.status + 1] if rows else 0)
 
     def records(self, run_id: str, reach: Reach | None) -> Records:
         return dict(self.call("records", p_run_id=run_id, p_reach=_creator(reach)))
@@ -208,17 +267,148 @@ def _request_statement() -> str:
     A fixed statement rather than a function: a read with nothing to check or write,
     which the site's user table takes part in."""
     meta, run, user = ApprovalRequest._meta, Run._meta, get_user_model()._meta
-    status, created_at = meta.get_field("status").column, meta.get_field("created_at").column
-    pending, expired = ApprovalRequest.Status.PENDING.value, ApprovalRequest.Status.EXPIRED.value
+    status, expired = meta.get_field("status").column, Status.EXPIRED.value
     return (
         f"SELECT to_jsonb(r), to_jsonb(run), to_jsonb(u),"
-        f" CASE WHEN r.{status} = '{pending}'"
-        f" AND r.{created_at} <= STATEMENT_TIMESTAMP() - %s::interval"
-        f" THEN '{expired}' ELSE r.{status} END"
+        f" CASE WHEN {overdue_sql('r', '%s::interval')} THEN '{expired}' ELSE r.{status} END"
         f" FROM {meta.db_table} r"
         f" JOIN {run.db_table} run ON run.{run.pk.column} = r.{meta.get_field('run').column}"
         f" LEFT JOIN {user.db_table} u"
         f" ON u.{user.pk.column} = r.{meta.get_field('decided_by').column}"
         f" WHERE r.{meta.pk.column} = %s"
         f" AND (%s::bigint IS NULL OR r.{meta.get_field('created_by').column} = %s::bigint)"
+    )
+
+
+@dataclass(frozen=True)
+class _PageShape:
+    """Which filters a page of requests has: ``tool_name`` and ``run_id`` given;
+    ``status`` pending or expired (written on the columns), ``""`` another (a
+    parameter) or ``None``; a reach, and one of no user (its requests: those filed
+    by none, as the ORM's ``created_by_id=None``)."""
+
+    named: tuple[str, ...]
+    status: str | None
+    reached: bool
+    nobody: bool
+
+
+@dataclass(frozen=True)
+class _PageColumns:
+    request: Columns
+    runs: Columns
+    users: Columns
+    votes: Columns
+    run: int  # where the run's columns start in a row, then the decider's, the status's
+    user: int
+    status: int
+
+
+@functools.cache
+def _page_columns() -> _PageColumns:
+    user = get_user_model()
+    request = Columns(ApprovalRequest)
+    runs = Columns(Run, ("id", "run_id"))
+    users = Columns(user, (user._meta.pk.name, user.USERNAME_FIELD))
+    run = len(request.columns)
+    return _PageColumns(
+        request,
+        runs,
+        users,
+        Columns(Vote),
+        run,
+        run + len(runs.columns),
+        run + 2 + len(runs.columns),
+    )
+
+
+def _prefetched(reading: _PageColumns, alias: str, rows: list[list[Any]]) -> Any:
+    """A request's votes as its ``votes`` prefetched: a QuerySet holding them, each
+    with its ``by`` (its id and username)."""
+    votes = []
+    width = len(reading.votes.columns)
+    by_at = reading.votes.names.index("by_id")
+    vote_of = reading.votes.builder(alias, as_json=True)
+    user_of = reading.users.builder(alias, as_json=True)
+    for row in rows:
+        vote = vote_of(row[:width])
+        by = row[by_at]
+        vote._state.fields_cache[_BY] = None if by is None else user_of([by, row[width]])
+        votes.append(vote)
+    prefetched: Any = Vote.objects.using(alias).all()
+    prefetched._result_cache = votes
+    prefetched._prefetch_done = True
+    return prefetched
+
+
+def _column(model: type[Any], name: str) -> str:
+    return cast(str, cast(Field, model._meta.get_field(name)).column)
+
+
+def overdue_sql(r: str, ttl: str) -> str:
+    """A pending request past its deadline by the database clock (filed under no rule:
+    older than ``ttl``), as ``querysets.past_ttl`` has it (Django's ``Now()`` is
+    ``STATEMENT_TIMESTAMP()``), never NULL; ``r``: the request table's alias."""
+    status, created_at, deadline = (
+        _column(ApprovalRequest, name) for name in ("status", "created_at", "deadline")
+    )
+    return (
+        f"({r}.{status} = '{Status.PENDING.value}' AND CASE WHEN {r}.{deadline} IS NULL"
+        f" THEN {r}.{created_at} <= STATEMENT_TIMESTAMP() - {ttl}"
+        f" ELSE {r}.{deadline} <= STATEMENT_TIMESTAMP() END)"
+    )
+
+
+@functools.cache
+def _page_statement(shape: _PageShape) -> str:
+    """A page of requests (``Backend.approval_requests_page``): one fixed statement per
+    shape of the filters, each row the request's columns, its run's id and run_id,
+    its decider's id and username, its current status, the window count, and its
+    votes as JSON (each the vote's columns, then its voter's username; ``[]`` for
+    none), ``NULL`` for a request filed under no rule, which ``approvals.votes_of``
+    answers without them. The page is cut
+    first, then its votes read."""
+    reading = _page_columns()
+    meta, run, vote = ApprovalRequest._meta, Run._meta, Vote._meta
+    user = get_user_model()._meta
+
+    def column(name: str) -> str:
+        return f"r.{_column(ApprovalRequest, name)}"
+
+    overdue = overdue_sql("r", "%(ttl)s::interval")
+    state = column("status")
+    where = [f"{column('tool_name')} = %(tool_name)s"] if "tool_name" in shape.named else []
+    if "run_id" in shape.named:
+        where.append(f"run.{_column(Run, 'run_id')} = %(run_id)s")
+    if shape.status == Status.PENDING:
+        where.append(f"{state} = '{Status.PENDING.value}' AND NOT {overdue}")
+    elif shape.status == Status.EXPIRED:
+        where.append(f"({state} = '{Status.EXPIRED.value}' OR {overdue})")
+    elif shape.status is not None:
+        where.append(f"{state} = %(status)s")
+    if shape.nobody:
+        where.append(f"{column('created_by')} IS NULL")
+    elif shape.reached:
+        where.append(f"{column('created_by')} = %(creator)s")
+    created_at = reading.request.columns.index(_column(ApprovalRequest, "created_at"))
+    pk = reading.request.columns.index(cast(str, meta.pk.column))
+    status_at = reading.status
+    votes = ", ".join(f"v.{c}" for c in reading.votes.columns)
+    return (
+        f"SELECT p.*, CASE WHEN p.rule IS NOT NULL THEN COALESCE((SELECT json_agg(json_build_array("
+        f"{votes}, vu.{_column(get_user_model(), get_user_model().USERNAME_FIELD)})"
+        f" ORDER BY v.{_column(Vote, 'at')}, v.{vote.pk.column})"
+        f" FROM {vote.db_table} v LEFT JOIN {user.db_table} vu"
+        f" ON vu.{user.pk.column} = v.{_column(Vote, 'by')}"
+        f" WHERE v.{_column(Vote, 'request')} = p.c{pk}), '[]') END"
+        f" FROM (SELECT {reading.request.select('r')}, {reading.runs.select('run', reading.run)},"
+        f" {reading.users.select('u', reading.user)},"
+        f" CASE WHEN {overdue} THEN '{Status.EXPIRED.value}' ELSE {state} END AS c{status_at},"
+        f" COUNT(*) OVER () AS c{status_at + 1}, {column('rule')} AS rule"
+        f" FROM {meta.db_table} r"
+        f" JOIN {run.db_table} run ON run.{run.pk.column} = {column('run')}"
+        f" LEFT JOIN {user.db_table} u ON u.{user.pk.column} = {column('decided_by')}"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" ORDER BY {column('created_at')}, r.{meta.pk.column} LIMIT %(limit)s OFFSET %(offset)s) p"
+        f" ORDER BY p.c{created_at}, p.c{pk}"
     )
