@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from agentstate.types import (
     Actor,
-    Blob,
     Owner,
+    Put,
     Reach,
     Records,
     StoredCheckpoint,
@@ -468,15 +468,18 @@ class Backend(abc.ABC):
         parent_id: str | None,
         checkpoint: dict[str, Any],
         metadata: dict[str, Any],
-        blobs: list[Blob],
+        values: bytes,
+        base_id: str | None,
         refuse_fork: bool,
-    ) -> bool:
-        """Store a checkpoint and its new channel values (a value already stored
-        at its version is kept); the thread's puts queue on its row. Putting one
-        already stored replaces its checkpoint and metadata. A fork (``parent_id``
-        already has another child, or a second root of the namespace) is stored
-        as ``forked``, or with ``refuse_fork`` refused as ``HistoryForked``,
-        nothing written. Returns whether it forked."""
+    ) -> Put:
+        """Store a checkpoint with its channel values (``values``: records of
+        ``agentstate.backends.chains`` on those of the checkpoint ``base_id`` of the
+        namespace, ``None`` for a snapshot); the thread's puts queue on its row.
+        Putting one already stored replaces it (its pending writes kept). A fork
+        (``parent_id`` already has another child, or a second root of the
+        namespace) is stored as ``forked``, or with ``refuse_fork`` refused as
+        ``HistoryForked``, nothing written. A base no longer stored writes nothing
+        and answers ``rebase``."""
 
     @abc.abstractmethod
     def put_checkpoint_writes(
@@ -488,8 +491,10 @@ class Backend(abc.ABC):
         task_path: str,
         writes: list[Write],
     ) -> None:
-        """Store a task's pending writes: one already stored at its ``idx`` is kept,
-        except a special channel's (a negative ``idx``), which is replaced."""
+        """Store a task's pending writes (with its checkpoint's row, or as rows of
+        their own when the checkpoint is not stored): one already stored at its
+        ``idx`` is kept, except a special channel's (a negative ``idx``), which is
+        replaced."""
 
     @abc.abstractmethod
     def checkpoint(

@@ -13,6 +13,7 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
+from agentstate.backends import chains
 from agentstate.backends.base import COMPRESSED
 from agentstate.contrib.langgraph import AgentStateSaver
 from agentstate.models import Checkpoint, CheckpointBlob
@@ -108,11 +109,17 @@ def test_a_long_value_is_stored_compressed_and_a_small_one_in_the_checkpoint():
     app = builder.compile(checkpointer=saver)
     out = app.invoke({"text": [], "count": 0}, config("long"))
     assert app.get_state(config("long")).values == out
-    stored = CheckpointBlob.objects.get(
-        thread__thread_id="long", channel="text", type__startswith=COMPRESSED
-    )
-    assert len(stored.blob) < len("words " * 200)
-    assert zlib.decompress(stored.blob)
-    assert not CheckpointBlob.objects.filter(thread__thread_id="long", channel="count").exists()
+    records = [
+        record
+        for values in Checkpoint.objects.filter(thread__thread_id="long").values_list(
+            "values", flat=True
+        )
+        for record in chains.decode(bytes(values))
+    ]
+    (text,) = [r for r in records if r[1] == "text" and r[2].startswith(COMPRESSED)]
+    assert len(text[3]) < len("words " * 200)
+    assert zlib.decompress(text[3])
+    assert not [r for r in records if r[1] == "count"]
+    assert not CheckpointBlob.objects.filter(thread__thread_id="long").exists()
     latest = Checkpoint.objects.filter(thread__thread_id="long").order_by("-checkpoint_id")[0]
     assert latest.checkpoint["channel_values"]["count"] == 1
