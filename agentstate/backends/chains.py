@@ -3,7 +3,7 @@
 A checkpoint's ``values`` (every channel value it holds beyond the small ones of
 its JSON) are records, each a channel's value:
 
-- ``FULL``: the serialized value (compressed by ``packed`` when that pays);
+- ``FULL``: the serialized value (compressed by ``squeezed`` when that pays);
 - ``SAME``: the value its ``base`` checkpoint holds for the channel;
 - ``DELTA``: the base's value extended: a list whose earlier version's elements
   are its first ones (a conversation's messages) is the base's serialized bytes
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 
 from agentstate.types import Write
 
-from .base import packed, unpacked
+from .base import squeezed, unpacked
 
 FULL, SAME, DELTA = 0, 1, 2
 
@@ -33,7 +33,7 @@ CHAIN = 16
 _LEN = struct.Struct(">I")
 _INT = struct.Struct(">i")
 
-# (op, channel, kind, payload, head, skip): kind and payload as ``packed`` made them
+# (op, channel, kind, payload, head, skip): kind and payload as ``squeezed`` made them
 Record = tuple[int, str, str, bytes, bytes, int]
 
 
@@ -49,7 +49,7 @@ def _read(data: bytes, at: int) -> tuple[bytes, int]:
 
 
 def full(channel: str, kind: str, value: bytes) -> Record:
-    return (FULL, channel, *packed(kind, value), b"", 0)
+    return (FULL, channel, *squeezed(kind, value), b"", 0)
 
 
 def same(channel: str) -> Record:
@@ -109,7 +109,7 @@ def delta(channel: str, kind: str, before: bytes, value: bytes) -> Record | None
     body = len(before) - old
     if len(value) - new < body or value[new : new + body] != before[old:]:
         return None
-    return (DELTA, channel, *packed(kind, value[new + body :]), value[:new], old)
+    return (DELTA, channel, *squeezed(kind, value[new + body :]), value[:new], old)
 
 
 def resolve(chain: Sequence[bytes | None]) -> dict[str, tuple[str, bytes]]:
@@ -132,9 +132,11 @@ def resolve(chain: Sequence[bytes | None]) -> dict[str, tuple[str, bytes]]:
 
 
 def encode_writes(task_id: str, task_path: str, writes: Sequence[Write]) -> bytes:
-    """A task's pending writes, to append to the checkpoint's ``writes``."""
+    """A task's pending writes, to append to the checkpoint's ``writes`` (each value
+    compressed by ``squeezed`` when that pays)."""
     out = bytearray()
-    for idx, channel, kind, value in writes:
+    for idx, channel, written, raw in writes:
+        kind, value = squeezed(written, raw)
         _field(out, task_id.encode())
         _field(out, task_path.encode())
         out += _INT.pack(idx)
@@ -158,5 +160,11 @@ def decode_writes(data: bytes | None) -> list[tuple[str, str, str, bytes, str, i
         value, at = _read(data, at)
         key = (task.decode(), idx)
         if idx < 0 or key not in found:
-            found[key] = (key[0], channel.decode(), kind.decode(), value, path.decode(), idx)
+            found[key] = (
+                key[0],
+                channel.decode(),
+                *unpacked(kind.decode(), value),
+                path.decode(),
+                idx,
+            )
     return list(found.values())

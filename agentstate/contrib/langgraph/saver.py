@@ -26,6 +26,7 @@ import json
 import logging
 import math
 import random
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -99,6 +100,70 @@ class _Last:
     values: dict[str, tuple[str, str, bytes]]
 
 
+# A channel version as ``get_next_version`` makes it: a 32-digit counter, ".0.", digits.
+_VERSION = re.compile(r"(\d{32})\.0\.(\d+)")
+# Such a version as a checkpoint's JSON keeps it: the counter without its zeros, ".", the digits.
+_COMPACT = re.compile(r"\d+\.\d+")
+
+
+def _compact(version: Any) -> Any:
+    """A channel version as the checkpoint's JSON keeps it: one ``get_next_version``
+    made as ``"<counter>.<digits>"`` (``"150.8233388194969331"`` for
+    ``"00000000000000000000000000000150.0.8233388194969331"``, 20 bytes for 51); any
+    other as it is, unless it looks like that form: then in a list of its own."""
+    if type(version) is str:
+        if found := _VERSION.fullmatch(version):
+            return f"{int(found[1])}.{found[2]}"
+        if _COMPACT.fullmatch(version):
+            return [version]
+    return version
+
+
+def _expanded(version: Any) -> Any:
+    """A channel version as it was put: ``_compact`` undone."""
+    if type(version) is list:
+        return version[0]
+    if type(version) is str and _COMPACT.fullmatch(version):
+        counter, digits = version.split(".")
+        return f"{int(counter):032}.0.{digits}"
+    return version
+
+
+def _stored_body(rest: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint (without its values) as its JSON is stored: its versions compacted
+    (``_compact``), its id left to its row's column."""
+    body = {key: value for key, value in rest.items() if key != "id"}
+    if "channel_versions" in body:
+        body["channel_versions"] = {
+            channel: _compact(version) for channel, version in body["channel_versions"].items()
+        }
+    if "versions_seen" in body:
+        body["versions_seen"] = {
+            node: {channel: _compact(version) for channel, version in seen.items()}
+            for node, seen in body["versions_seen"].items()
+        }
+    return cast(dict[str, Any], json.loads(json.dumps(body)))
+
+
+def _put_body(stored: StoredCheckpoint) -> dict[str, Any]:
+    """A checkpoint's JSON as it was put: ``_stored_body`` undone for one stored so
+    (with ``values_held``), one of an earlier release as it is."""
+    body = {key: value for key, value in stored.checkpoint.items() if key != "values_held"}
+    if "values_held" not in stored.checkpoint:
+        return body
+    body["id"] = stored.checkpoint_id
+    if "channel_versions" in body:
+        body["channel_versions"] = {
+            channel: _expanded(version) for channel, version in body["channel_versions"].items()
+        }
+    if "versions_seen" in body:
+        body["versions_seen"] = {
+            node: {channel: _expanded(version) for channel, version in seen.items()}
+            for node, seen in body["versions_seen"].items()
+        }
+    return body
+
+
 class AgentStateSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer on agentstate's tables of the database ``using``
     (default: Django's default database).
@@ -142,7 +207,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
 
     def _tuple(self, stored: StoredCheckpoint) -> CheckpointTuple:
         loads = self._loads
-        body = {key: value for key, value in stored.checkpoint.items() if key != "values_held"}
+        body = _put_body(stored)
         checkpoint = {
             **body,
             "channel_values": {
@@ -251,7 +316,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         values: dict[str, Any] = rest.pop("channel_values", {})
         small = {channel: value for channel, value in values.items() if inline(value)}
         parent = configurable.get("checkpoint_id")
-        body = json.loads(json.dumps(rest))
+        body = _stored_body(rest)
         body["channel_values"] = small
         meta = jsonable(get_serializable_checkpoint_metadata(config, metadata))
         key = (thread_id, checkpoint_ns)
