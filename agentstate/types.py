@@ -77,6 +77,15 @@ Write = tuple[int, str, str, bytes]
 
 
 @dataclass(frozen=True)
+class Put:
+    """A checkpoint's put: whether it forked the thread's history, and whether it
+    was refused (nothing written) because its base is no longer stored."""
+
+    forked: bool
+    rebase: bool = False
+
+
+@dataclass(frozen=True)
 class StoredCheckpoint:
     """A LangGraph checkpoint as a backend reads it back: the checkpoint (JSON,
     without channel values), its metadata, the values of its channel versions

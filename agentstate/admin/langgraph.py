@@ -17,8 +17,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from agentstate.admin.context import pretty_json
+from agentstate.backends import backend
 from agentstate.backends.base import unpacked
-from agentstate.models import Checkpoint, CheckpointBlob, CheckpointWrite, Thread
+from agentstate.models import Checkpoint, Thread
+from agentstate.types import StoredCheckpoint
 
 INTERRUPT = "__interrupt__"
 
@@ -116,44 +118,41 @@ class CheckpointAdmin(ReadOnly, admin.ModelAdmin):
     def pretty_metadata(self, checkpoint: Checkpoint) -> str:
         return shown(checkpoint.metadata)
 
+    def _stored(self, checkpoint: Checkpoint) -> StoredCheckpoint | None:
+        """The checkpoint as the saver reads it (its values and writes in its row,
+        on its bases, or in rows of their own)."""
+        return backend(checkpoint._state.db).checkpoint(
+            checkpoint.thread.thread_id, checkpoint.checkpoint_ns, checkpoint.checkpoint_id
+        )
+
     @admin.display(description=_("channel values"))
     def values(self, checkpoint: Checkpoint) -> str:
-        versions = checkpoint.checkpoint.get("channel_versions", {})
-        blobs = {
-            (blob.channel, blob.version): blob
-            for blob in CheckpointBlob.objects.using(checkpoint._state.db).filter(
-                thread_id=checkpoint.thread_id,
-                checkpoint_ns=checkpoint.checkpoint_ns,
-                channel__in=list(versions),
-            )
-        }
+        stored = self._stored(checkpoint)
         # a small value is in the checkpoint's own JSON
         values = dict(checkpoint.checkpoint.get("channel_values", {}))
-        for channel, version in sorted(versions.items()):
-            blob = blobs.get((channel, str(version)))
-            if channel not in values and blob is not None and blob.type != "empty":
-                values[channel] = decoded(blob.type, blob.blob)
+        for channel, kind, blob in [] if stored is None else stored.blobs:
+            values.setdefault(channel, decoded(kind, blob))
         return shown(dict(sorted(values.items())))
 
-    def _writes(self, checkpoint: Checkpoint) -> QuerySet[CheckpointWrite]:
-        return CheckpointWrite.objects.using(checkpoint._state.db).filter(
-            thread_id=checkpoint.thread_id,
-            checkpoint_ns=checkpoint.checkpoint_ns,
-            checkpoint_id=checkpoint.checkpoint_id,
-        )
+    def _writes(self, checkpoint: Checkpoint) -> list[tuple[str, str, str, bytes, str, int]]:
+        stored = self._stored(checkpoint)
+        return [] if stored is None else stored.writes
 
     @admin.display(description=_("pending interrupts"))
     def pending_interrupts(self, checkpoint: Checkpoint) -> str:
         found = [
-            decoded(w.type, w.blob) for w in self._writes(checkpoint).filter(channel=INTERRUPT)
+            decoded(kind, blob)
+            for _task, channel, kind, blob, _path, _idx in self._writes(checkpoint)
+            if channel == INTERRUPT
         ]
         return shown(found) if found else "—"
 
     @admin.display(description=_("pending writes"))
     def pending_writes(self, checkpoint: Checkpoint) -> str:
         rows = [
-            (w.task_id, w.channel, shown(decoded(w.type, w.blob)))
-            for w in self._writes(checkpoint).exclude(channel=INTERRUPT)
+            (task, channel, shown(decoded(kind, blob)))
+            for task, channel, kind, blob, _path, _idx in self._writes(checkpoint)
+            if channel != INTERRUPT
         ]
         if not rows:
             return "—"

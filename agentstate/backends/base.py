@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from agentstate.types import (
     Actor,
-    Blob,
     Owner,
+    Put,
     Reach,
     Records,
     StoredCheckpoint,
@@ -79,10 +79,54 @@ def packed(kind: str, value: bytes) -> tuple[str, bytes]:
     return kind, value
 
 
+# A small value's type when its bytes are compressed on ``DICTIONARY`` (``squeezed``).
+SQUEEZED = "zd+"
+# Values at least this long are tried by ``squeezed``.
+SQUEEZE_FROM = 48
+# What ``squeezed`` compresses on: LangChain's messages as LangGraph's serializer
+# writes them (msgpack), their fields' names repeated in every one. Values stored
+# on it are read with it: never to change (a new one would need a new prefix).
+DICTIONARY = (
+    b"\xa8messages\xa9__start__\xadfinish_reason\xaamodel_name\xabtoken_usage\xacinput_tokens"
+    b"\xadoutput_tokens\xactotal_tokens\xb3input_token_details\xb4output_token_details"
+    b"\xaacache_read\xa9reasoning\xabstop_reason\xb0tool_call_chunks\xa4args"
+    b"\x05\x94\xbelangchain_core.messages.system\xadSystemMessage\x86\xa7content\xa0\xb1ad"
+    b"ditional_kwargs\x80\xb1response_metadata\x80\xa4type\xa6system\xa4name\xc0\xa2id\xc0\xb3mo"
+    b"del_validate_json\x05\x94\xbclangchain_core.messages.tool\xabToolMessage"
+    b"\x89\xa7content\xa0\xb1additional_kwargs\x80\xb1response_metadata\x80\xa4type\xa4tool\xa4n"
+    b"ame\xc0\xa2id\xc0\xactool_call_id\xa0\xa8artifact\xc0\xa6status\xa7success\xb3model_valida"
+    b"te_json\x05\x94\xbalangchain_core.messages.ai\xa9AIMessage\x89\xa7content\xa0\xb1add"
+    b"itional_kwargs\x80\xb1response_metadata\x80\xa4type\xa2ai\xa4name\xc0\xa2id\xc0\xaatool_ca"
+    b"lls\x91\x84\xa4name\xa0\xa4args\x80\xa2id\xa0\xa4type\xa9tool_call\xb2invalid_tool_calls\x90\xaeusa"
+    b"ge_metadata\xc0\xb3model_validate_json\x05\x94\xbalangchain_core.messages.a"
+    b"i\xa9AIMessage\x89\xa7content\xa0\xb1additional_kwargs\x80\xb1response_metadata\x80\xa4"
+    b"type\xa2ai\xa4name\xc0\xa2id\xc0\xaatool_calls\x90\xb2invalid_tool_calls\x90\xaeusage_meta"
+    b"data\xc0\xb3model_validate_json\x05\x94\xbdlangchain_core.messages.human\xacHu"
+    b"manMessage\x86\xa7content\xa0\xb1additional_kwargs\x80\xb1response_metadata\x80\xa4t"
+    b"ype\xa5human\xa4name\xc0\xa2id\xc0\xb3model_validate_json"
+)
+
+
+def squeezed(kind: str, value: bytes) -> tuple[str, bytes]:
+    """A serialized value as a checkpoint's row keeps it (``agentstate.backends.chains``):
+    compressed on ``DICTIONARY`` (``SQUEEZED`` + its type) when that saves a tenth,
+    else as it is. A small value compresses too: a message's fields are in the
+    dictionary."""
+    if len(value) >= SQUEEZE_FROM:
+        squeeze = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, DICTIONARY)
+        smaller = squeeze.compress(value) + squeeze.flush()
+        if len(smaller) <= len(value) * 0.9:
+            return SQUEEZED + kind, smaller
+    return kind, value
+
+
 def unpacked(kind: str, value: bytes) -> tuple[str, bytes]:
-    """A stored value as its serializer wrote it: ``packed`` undone."""
+    """A stored value as its serializer wrote it: ``packed`` or ``squeezed`` undone."""
     if kind.startswith(COMPRESSED):
         return kind[len(COMPRESSED) :], zlib.decompress(value)
+    if kind.startswith(SQUEEZED):
+        unsqueeze = zlib.decompressobj(-15, DICTIONARY)
+        return kind[len(SQUEEZED) :], unsqueeze.decompress(value) + unsqueeze.flush()
     return kind, value
 
 
@@ -511,15 +555,18 @@ class Backend(abc.ABC):
         parent_id: str | None,
         checkpoint: dict[str, Any],
         metadata: dict[str, Any],
-        blobs: list[Blob],
+        values: bytes,
+        base_id: str | None,
         refuse_fork: bool,
-    ) -> bool:
-        """Store a checkpoint and its new channel values (a value already stored
-        at its version is kept); the thread's puts queue on its row. Putting one
-        already stored replaces its checkpoint and metadata. A fork (``parent_id``
-        already has another child, or a second root of the namespace) is stored
-        as ``forked``, or with ``refuse_fork`` refused as ``HistoryForked``,
-        nothing written. Returns whether it forked."""
+    ) -> Put:
+        """Store a checkpoint with its channel values (``values``: records of
+        ``agentstate.backends.chains`` on those of the checkpoint ``base_id`` of the
+        namespace, ``None`` for a snapshot); the thread's puts queue on its row.
+        Putting one already stored replaces it (its pending writes kept). A fork
+        (``parent_id`` already has another child, or a second root of the
+        namespace) is stored as ``forked``, or with ``refuse_fork`` refused as
+        ``HistoryForked``, nothing written. A base no longer stored writes nothing
+        and answers ``rebase``."""
 
     @abc.abstractmethod
     def put_checkpoint_writes(
@@ -531,8 +578,10 @@ class Backend(abc.ABC):
         task_path: str,
         writes: list[Write],
     ) -> None:
-        """Store a task's pending writes: one already stored at its ``idx`` is kept,
-        except a special channel's (a negative ``idx``), which is replaced."""
+        """Store a task's pending writes (with its checkpoint's row, or as rows of
+        their own when the checkpoint is not stored): one already stored at its
+        ``idx`` is kept, except a special channel's (a negative ``idx``), which is
+        replaced."""
 
     @abc.abstractmethod
     def checkpoint(

@@ -65,6 +65,15 @@ class Checkpoint(models.Model):
     step = models.IntegerField(_("step"), null=True, blank=True)
     forked = models.BooleanField(_("forked"), default=False)
     created_at = models.DateTimeField(_("created at"), db_default=Now())
+    # Its channel values and pending writes (``agentstate.backends.chains``): the
+    # values as records on those of ``base_checkpoint_id`` (none: a snapshot); rows
+    # of earlier releases have none here, their values and writes are rows of
+    # ``CheckpointBlob`` and ``CheckpointWrite``.
+    values = models.BinaryField(_("values"), null=True, blank=True)
+    base_checkpoint_id = ExactCharField(
+        _("base checkpoint id"), max_length=64, null=True, blank=True
+    )
+    writes = models.BinaryField(_("pending writes"), null=True, blank=True)
 
     class Meta:
         verbose_name = _("LangGraph checkpoint")

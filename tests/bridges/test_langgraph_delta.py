@@ -3,7 +3,7 @@ snapshot every few updates) on AgentStateSaver: a graph runs on it, its history
 comes in one round trip on PostgreSQL, and ``prune`` keeps what it is rebuilt
 from."""
 
-import zlib
+import json
 from typing import Annotated, TypedDict
 
 import pytest
@@ -13,8 +13,10 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 
-from agentstate.backends.base import COMPRESSED
+from agentstate.backends import chains
+from agentstate.backends.base import SQUEEZED, squeezed, unpacked
 from agentstate.contrib.langgraph import AgentStateSaver
+from agentstate.contrib.langgraph.saver import _compact, _expanded
 from agentstate.models import Checkpoint, CheckpointBlob
 
 
@@ -108,11 +110,72 @@ def test_a_long_value_is_stored_compressed_and_a_small_one_in_the_checkpoint():
     app = builder.compile(checkpointer=saver)
     out = app.invoke({"text": [], "count": 0}, config("long"))
     assert app.get_state(config("long")).values == out
-    stored = CheckpointBlob.objects.get(
-        thread__thread_id="long", channel="text", type__startswith=COMPRESSED
-    )
-    assert len(stored.blob) < len("words " * 200)
-    assert zlib.decompress(stored.blob)
-    assert not CheckpointBlob.objects.filter(thread__thread_id="long", channel="count").exists()
+    records = [
+        record
+        for values in Checkpoint.objects.filter(thread__thread_id="long").values_list(
+            "values", flat=True
+        )
+        for record in chains.decode(bytes(values))
+    ]
+    (text,) = [r for r in records if r[1] == "text" and r[2].startswith(SQUEEZED)]
+    assert len(text[3]) < len("words " * 200)
+    assert unpacked(text[2], text[3])[1].count(b"words ") == 200
+    assert not [r for r in records if r[1] == "count"]
+    assert not CheckpointBlob.objects.filter(thread__thread_id="long").exists()
     latest = Checkpoint.objects.filter(thread__thread_id="long").order_by("-checkpoint_id")[0]
     assert latest.checkpoint["channel_values"]["count"] == 1
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        "00000000000000000000000000000150.0.8233388194969331",
+        "00000000000000000000000000000001.0.0123",
+        "99999999999999999999999999999999.0.5",
+        "00000000000000000000000000000002.0000000000000.5",
+        "150.8233388194969331",
+        "0.5",
+        "1.0.5",
+        "v2",
+        "",
+        7,
+        2.5,
+    ],
+)
+def test_a_channel_version_is_stored_compact_and_read_back_as_put(version):
+    stored = _compact(version)
+    assert _expanded(json.loads(json.dumps(stored))) == version
+    assert type(_expanded(stored)) is type(version)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_checkpoint_json_keeps_versions_compact_and_its_id_in_its_column():
+    saver = AgentStateSaver()
+
+    class Count(TypedDict):
+        count: int
+
+    builder = StateGraph(Count)
+    builder.add_node("add", lambda state: {"count": state["count"] + 1})
+    builder.add_edge(START, "add")
+    builder.add_edge("add", END)
+    builder.compile(checkpointer=saver).invoke({"count": 0}, config("compact"))
+    row = Checkpoint.objects.filter(thread__thread_id="compact").order_by("-checkpoint_id")[0]
+    assert "id" not in row.checkpoint
+    versions = list(row.checkpoint["channel_versions"].values())
+    assert versions and all(len(v) < 32 for v in versions if isinstance(v, str))
+    got = saver.get_tuple(config("compact"))
+    assert got.checkpoint["id"] == row.checkpoint_id
+    assert all(len(v) > 32 for v in got.checkpoint["channel_versions"].values())
+
+
+def test_a_small_message_is_squeezed_on_the_dictionary_and_read_back():
+    from langchain_core.messages import AIMessage
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    kind, raw = JsonPlusSerializer().dumps_typed([AIMessage("a short answer", id="m-1")])
+    stored_kind, stored = squeezed(kind, raw)
+    assert stored_kind == SQUEEZED + kind
+    assert len(stored) < len(raw) / 2
+    assert unpacked(stored_kind, stored) == (kind, raw)
+    assert squeezed(kind, b"\x93\x01\x02\x03") == (kind, b"\x93\x01\x02\x03")

@@ -10,8 +10,9 @@ from django.db.models.functions import Now
 
 from agentstate.exceptions import HistoryForked
 from agentstate.models import Checkpoint, CheckpointBlob, CheckpointWrite, Thread
-from agentstate.types import THREAD_TOUCH, Blob, StoredCheckpoint, Write
+from agentstate.types import THREAD_TOUCH, Put, StoredCheckpoint, Write
 
+from .. import chains
 from .operations import Operations
 
 # The metadata key of a checkpoint whose graph has a ``DeltaChannel``: its channels.
@@ -63,9 +64,10 @@ class CheckpointOperations(Operations):
         parent_id: str | None,
         checkpoint: dict[str, Any],
         metadata: dict[str, Any],
-        blobs: list[Blob],
+        values: bytes,
+        base_id: str | None,
         refuse_fork: bool,
-    ) -> bool:
+    ) -> Put:
         return self.atomic(
             self._put_checkpoint,
             thread_id,
@@ -74,7 +76,8 @@ class CheckpointOperations(Operations):
             parent_id,
             checkpoint,
             metadata,
-            blobs,
+            values,
+            base_id,
             refuse_fork,
         )
 
@@ -86,9 +89,10 @@ class CheckpointOperations(Operations):
         parent_id: str | None,
         checkpoint: dict[str, Any],
         metadata: dict[str, Any],
-        blobs: list[Blob],
+        values: bytes,
+        base_id: str | None,
         refuse_fork: bool,
-    ) -> bool:
+    ) -> Put:
         thread = self._touch_thread(thread_id)
         sibling = (
             self.rows(Checkpoint)
@@ -101,20 +105,32 @@ class CheckpointOperations(Operations):
             raise HistoryForked.of(
                 thread_id=thread_id, checkpoint_ns=checkpoint_ns, parent=parent_id, head=sibling
             )
-        self.rows(CheckpointBlob).bulk_create(
-            [
-                CheckpointBlob(
-                    thread_id=thread,
-                    checkpoint_ns=checkpoint_ns,
-                    channel=channel,
-                    version=version,
-                    type=kind,
-                    blob=value,
-                )
-                for channel, version, kind, value in blobs
-            ],
-            ignore_conflicts=True,
+        if (
+            base_id is not None
+            and not self.rows(Checkpoint)
+            .filter(thread_id=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=base_id)
+            .exists()
+        ):
+            return Put(forked=sibling is not None, rebase=True)
+        # the writes of its tasks stored before it (LangGraph may put them first) join it
+        early = self.rows(CheckpointWrite).filter(
+            thread_id=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
         )
+        writes = b"".join(
+            chains.encode_writes(task, path, [(idx, channel, kind, bytes(value or b""))])
+            for task, path, idx, channel, kind, value in early.order_by("pk").values_list(
+                "task_id", "task_path", "idx", "channel", "type", "blob"
+            )
+        )
+        if writes:
+            early.delete()
+            stored = (
+                self.rows(Checkpoint)
+                .filter(thread_id=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)
+                .values_list("writes", flat=True)
+                .first()
+            )
+            writes = bytes(stored or b"") + writes
         self.upsert(
             Checkpoint,
             [
@@ -128,12 +144,24 @@ class CheckpointOperations(Operations):
                     run_id=run_of(metadata),
                     step=step_of(metadata),
                     forked=sibling is not None,
+                    values=values,
+                    base_checkpoint_id=base_id,
+                    writes=writes or None,
                 )
             ],
             ["thread", "checkpoint_ns", "checkpoint_id"],
-            ["parent_checkpoint_id", "checkpoint", "metadata", "run_id", "step"],
+            [
+                "parent_checkpoint_id",
+                "checkpoint",
+                "metadata",
+                "run_id",
+                "step",
+                "values",
+                "base_checkpoint_id",
+                *(["writes"] if writes else []),
+            ],
         )
-        return sibling is not None
+        return Put(forked=sibling is not None)
 
     def put_checkpoint_writes(
         self,
@@ -164,6 +192,20 @@ class CheckpointOperations(Operations):
         writes: list[Write],
     ) -> None:
         thread = self._touch_thread(thread_id)
+        row = (
+            self.lock_no_key(self.rows(Checkpoint))
+            .filter(thread_id=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)
+            .values_list("pk", "writes")
+            .first()
+        )
+        if row is not None:
+            appended = chains.encode_writes(task_id, task_path, writes)
+            stored = bytes(row[1] or b"")
+            # a call appended already (a task's retry) is not appended again, unless it
+            # writes a special channel, whose last write counts
+            if appended not in stored or any(w[0] < 0 for w in writes):
+                self.rows(Checkpoint).filter(pk=row[0]).update(writes=stored + appended)
+            return
         rows = [
             CheckpointWrite(
                 thread_id=thread,
@@ -285,14 +327,29 @@ class CheckpointOperations(Operations):
             writes.setdefault((w[0], w[1], w[2]), []).append(
                 (w[3], w[4], w[5], bytes(w[6] or b""), w[7], w[8])
             )
+        bases = self._bases(found)
         stored = []
         for c in found:
             versions = c.checkpoint.get("channel_versions", {})
-            blobs_of = [
-                (channel, *values[key])
-                for channel, version in versions.items()
-                if (key := (c.thread_id, c.checkpoint_ns, channel, str(version))) in values
-            ]
+            blobs_of: list[tuple[str, str, bytes]]
+            if c.values is not None:
+                chain, base = [bytes(c.values)], c.base_checkpoint_id
+                while base is not None and len(chain) <= chains.CHAIN * 4:
+                    key = (c.thread_id, c.checkpoint_ns, base)
+                    if key not in bases:
+                        break
+                    held, base = bases[key]
+                    chain.append(held)
+                blobs_of = [
+                    (channel, kind, blob) for channel, (kind, blob) in chains.resolve(chain).items()
+                ]
+            else:
+                blobs_of = [
+                    (channel, *values[found_key])
+                    for channel, version in versions.items()
+                    if (found_key := (c.thread_id, c.checkpoint_ns, channel, str(version)))
+                    in values
+                ]
             stored.append(
                 StoredCheckpoint(
                     thread_id=c.thread.thread_id,
@@ -302,10 +359,52 @@ class CheckpointOperations(Operations):
                     checkpoint=c.checkpoint,
                     metadata=c.metadata,
                     blobs=blobs_of,
-                    writes=writes.get((c.thread_id, c.checkpoint_ns, c.checkpoint_id), []),
+                    writes=writes.get((c.thread_id, c.checkpoint_ns, c.checkpoint_id), [])
+                    + chains.decode_writes(None if c.writes is None else bytes(c.writes)),
                 )
             )
         return stored
+
+    def _bases(
+        self, found: list[Checkpoint]
+    ) -> dict[tuple[int, str, str], tuple[bytes, str | None]]:
+        """The values of the checkpoints' bases, up to their snapshots: one query per
+        step up the chains (at most ``chains.CHAIN``)."""
+        bases: dict[tuple[int, str, str], tuple[bytes, str | None]] = {}
+        wanted = {
+            (c.thread_id, c.checkpoint_ns, c.base_checkpoint_id)
+            for c in found
+            if c.values is not None and c.base_checkpoint_id is not None
+        }
+        for _step in range(chains.CHAIN * 4):
+            if not wanted:
+                break
+            match = Q()
+            for thread, ns, checkpoint_id in wanted:
+                match |= Q(thread_id=thread, checkpoint_ns=ns, checkpoint_id=checkpoint_id)
+            for thread, ns, checkpoint_id, held, base in (
+                self.rows(Checkpoint)
+                .filter(match)
+                .values_list(
+                    "thread_id", "checkpoint_ns", "checkpoint_id", "values", "base_checkpoint_id"
+                )
+            ):
+                bases[(thread, ns, checkpoint_id)] = (bytes(held or b""), base)
+            wanted = {
+                (thread, ns, base)
+                for (thread, ns, _id), (_held, base) in bases.items()
+                if base is not None and (thread, ns, base) not in bases
+            }
+        return bases
+
+    def _materialize(self, kept: list[Checkpoint]) -> None:
+        """Rewrite these checkpoints' values as snapshots (their bases are to be
+        deleted)."""
+        for stored, row in zip(self._loaded(kept), kept, strict=True):
+            if row.values is None or row.base_checkpoint_id is None:
+                continue
+            values = chains.encode(chains.full(*blob) for blob in stored.blobs)
+            self.rows(Checkpoint).filter(pk=row.pk).update(values=values, base_checkpoint_id=None)
 
     def delete_threads(self, thread_ids: list[str]) -> None:
         self.atomic(self._delete_threads, thread_ids)
@@ -342,6 +441,18 @@ class CheckpointOperations(Operations):
 
     def _delete_checkpoints(self, doomed: Iterable[tuple[int, int, str, str]]) -> None:
         doomed = list(doomed)
+        # a checkpoint kept whose values are on one deleted becomes a snapshot first
+        gone = {(thread, ns, checkpoint_id) for _pk, thread, ns, checkpoint_id in doomed}
+        pks = {pk for pk, *_rest in doomed}
+        for thread in {key[0] for key in gone}:
+            on_gone = [
+                c
+                for c in self.rows(Checkpoint)
+                .select_related("thread")
+                .filter(thread_id=thread, base_checkpoint_id__isnull=False)
+                if c.pk not in pks and (thread, c.checkpoint_ns, c.base_checkpoint_id) in gone
+            ]
+            self._materialize(on_gone)
         for start in range(0, len(doomed), CHUNK):
             chunk = doomed[start : start + CHUNK]
             match = Q()

@@ -6,14 +6,16 @@ backend's (``agentstate.backends.orm.checkpoints``), rare operations that
 one function would not make faster in any way that counts.
 """
 
+import dataclasses
 import json
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, cast
 
+from agentstate.backends import chains
 from agentstate.backends.orm.checkpoints import CheckpointOperations as ORMCheckpointOperations
 from agentstate.db import Array, Json
-from agentstate.types import Blob, StoredCheckpoint, Write
+from agentstate.types import Put, StoredCheckpoint, Write
 
 
 class CheckpointOperations(ORMCheckpointOperations):
@@ -29,9 +31,10 @@ class CheckpointOperations(ORMCheckpointOperations):
         parent_id: str | None,
         checkpoint: dict[str, Any],
         metadata: dict[str, Any],
-        blobs: list[Blob],
+        values: bytes,
+        base_id: str | None,
         refuse_fork: bool,
-    ) -> bool:
+    ) -> Put:
         result = self.call(
             "put_checkpoint",
             p_thread=thread_id,
@@ -40,13 +43,11 @@ class CheckpointOperations(ORMCheckpointOperations):
             p_parent=parent_id,
             p_checkpoint=Json(checkpoint),
             p_metadata=Json(metadata),
-            p_channels=Array([b[0] for b in blobs], "text"),
-            p_versions=Array([b[1] for b in blobs], "text"),
-            p_types=Array([b[2] for b in blobs], "text"),
-            p_blobs=Array([b[3] for b in blobs], "bytea"),
+            p_values=values,
+            p_base=base_id,
             p_refuse=refuse_fork,
         )
-        return bool(result["forked"])
+        return Put(forked=bool(result["forked"]), rebase=bool(result.get("rebase")))
 
     def put_checkpoint_writes(
         self,
@@ -64,6 +65,7 @@ class CheckpointOperations(ORMCheckpointOperations):
             p_id=checkpoint_id,
             p_task=task_id,
             p_path=task_path,
+            p_writes=chains.encode_writes(task_id, task_path, writes),
             p_idx=Array([w[0] for w in writes], "integer"),
             p_channels=Array([w[1] for w in writes], "text"),
             p_types=Array([w[2] for w in writes], "text"),
@@ -95,10 +97,13 @@ class CheckpointOperations(ORMCheckpointOperations):
             p_id=checkpoint_id,
             p_channels=Array(channels, "text"),
         )
-        return [
-            _stored(thread_id, checkpoint_ns, found_id, parent, body, {}, rest)
-            for found_id, parent, body, *rest in rows
-        ]
+        wanted = set(channels)
+        found = []
+        for found_id, parent, body, *rest in rows:
+            stored = _stored(thread_id, checkpoint_ns, found_id, parent, body, {}, rest)
+            blobs = [blob for blob in stored.blobs if blob[0] in wanted]
+            found.append(dataclasses.replace(stored, blobs=blobs))
+        return found
 
     def purge_threads(self, size: int, ttl: timedelta) -> int:
         return cast(int, self.call("purge_threads", p_size=size, p_ttl=ttl)["count"])
@@ -113,10 +118,12 @@ def _stored(
     metadata: Any,
     arrays: list[Any],
 ) -> StoredCheckpoint:
-    """A checkpoint from a row of ``agentstate_checkpoint`` (or of its history):
-    its values and its writes as parallel arrays."""
-    channels, types, blobs, *writes = arrays
+    """A checkpoint from a row of ``agentstate_checkpoint`` (or of its history): its
+    values and writes as bytes (``chains``), or as parallel arrays (rows of earlier
+    releases)."""
+    values, chain, written, channels, types, blobs, *writes = arrays
     tasks, write_channels, write_types, write_blobs, paths, idx = (w or [] for w in writes)
+    held = chains.resolve([bytes(values), *(bytes(v) for v in chain or [])]) if values else {}
     return StoredCheckpoint(
         thread_id=thread_id,
         checkpoint_ns=checkpoint_ns,
@@ -125,7 +132,8 @@ def _stored(
         # Django has the driver answer jsonb as its text
         checkpoint=json.loads(body) if isinstance(body, str) else body,
         metadata=json.loads(metadata) if isinstance(metadata, str) else metadata,
-        blobs=[
+        blobs=[(channel, kind, blob) for channel, (kind, blob) in held.items()]
+        + [
             (channel, kind, bytes(blob))
             for channel, kind, blob in zip(channels or [], types or [], blobs or [], strict=True)
         ],
@@ -134,5 +142,6 @@ def _stored(
             for task, channel, kind, blob, path, i in zip(
                 tasks, write_channels, write_types, write_blobs, paths, idx, strict=True
             )
-        ],
+        ]
+        + chains.decode_writes(bytes(written) if written is not None else None),
     )

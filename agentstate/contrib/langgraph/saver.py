@@ -21,11 +21,16 @@ as ``HistoryForked`` with ``on_fork="raise"``.
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import math
 import random
+import re
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from asgiref.sync import sync_to_async
@@ -45,15 +50,18 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from agentstate.backends import Backend, backend
+from agentstate.backends import Backend, backend, chains
 from agentstate.backends.base import packed, unpacked
-from agentstate.types import Blob, StoredCheckpoint, Write
+from agentstate.types import StoredCheckpoint, Write
 
 from .connections import Borrowed
 
 logger = logging.getLogger(__name__)
 
 STRATEGIES = ("keep_latest", "delete")
+
+# The threads' namespaces whose last put a saver remembers (``_Last``).
+REMEMBERED = 256
 
 
 def jsonable(value: Any) -> Any:
@@ -82,6 +90,80 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
     }
 
 
+@dataclass(frozen=True)
+class _Last:
+    """A checkpoint this saver put: its id, how many bases it has, and its values
+    as serialized, ``{channel: (version, type, bytes)}``."""
+
+    checkpoint_id: str
+    depth: int
+    values: dict[str, tuple[str, str, bytes]]
+
+
+# A channel version as ``get_next_version`` makes it: a 32-digit counter, ".0.", digits.
+_VERSION = re.compile(r"(\d{32})\.0\.(\d+)")
+# Such a version as a checkpoint's JSON keeps it: the counter without its zeros, ".", the digits.
+_COMPACT = re.compile(r"\d+\.\d+")
+
+
+def _compact(version: Any) -> Any:
+    """A channel version as the checkpoint's JSON keeps it: one ``get_next_version``
+    made as ``"<counter>.<digits>"`` (``"150.8233388194969331"`` for
+    ``"00000000000000000000000000000150.0.8233388194969331"``, 20 bytes for 51); any
+    other as it is, unless it looks like that form: then in a list of its own."""
+    if type(version) is str:
+        if found := _VERSION.fullmatch(version):
+            return f"{int(found[1])}.{found[2]}"
+        if _COMPACT.fullmatch(version):
+            return [version]
+    return version
+
+
+def _expanded(version: Any) -> Any:
+    """A channel version as it was put: ``_compact`` undone."""
+    if type(version) is list:
+        return version[0]
+    if type(version) is str and _COMPACT.fullmatch(version):
+        counter, digits = version.split(".")
+        return f"{int(counter):032}.0.{digits}"
+    return version
+
+
+def _stored_body(rest: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint (without its values) as its JSON is stored: its versions compacted
+    (``_compact``), its id left to its row's column."""
+    body = {key: value for key, value in rest.items() if key != "id"}
+    if "channel_versions" in body:
+        body["channel_versions"] = {
+            channel: _compact(version) for channel, version in body["channel_versions"].items()
+        }
+    if "versions_seen" in body:
+        body["versions_seen"] = {
+            node: {channel: _compact(version) for channel, version in seen.items()}
+            for node, seen in body["versions_seen"].items()
+        }
+    return cast(dict[str, Any], json.loads(json.dumps(body)))
+
+
+def _put_body(stored: StoredCheckpoint) -> dict[str, Any]:
+    """A checkpoint's JSON as it was put: ``_stored_body`` undone for one stored so
+    (with ``values_held``), one of an earlier release as it is."""
+    body = {key: value for key, value in stored.checkpoint.items() if key != "values_held"}
+    if "values_held" not in stored.checkpoint:
+        return body
+    body["id"] = stored.checkpoint_id
+    if "channel_versions" in body:
+        body["channel_versions"] = {
+            channel: _expanded(version) for channel, version in body["channel_versions"].items()
+        }
+    if "versions_seen" in body:
+        body["versions_seen"] = {
+            node: {channel: _expanded(version) for channel, version in seen.items()}
+            for node, seen in body["versions_seen"].items()
+        }
+    return body
+
+
 class AgentStateSaver(BaseCheckpointSaver[str]):
     """A LangGraph checkpointer on agentstate's tables of the database ``using``
     (default: Django's default database).
@@ -106,6 +188,10 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         self.using = using or DEFAULT_DB_ALIAS
         self.on_fork = on_fork
         self.borrowed = Borrowed(self.using)
+        # the values this saver last put on each thread's namespace, what the next
+        # put on that checkpoint stores its own on (``agentstate.backends.chains``)
+        self._last: OrderedDict[tuple[str, str], _Last] = OrderedDict()
+        self._lock = threading.Lock()
 
     @property
     def backend(self) -> Backend:
@@ -121,8 +207,9 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
 
     def _tuple(self, stored: StoredCheckpoint) -> CheckpointTuple:
         loads = self._loads
+        body = _put_body(stored)
         checkpoint = {
-            **stored.checkpoint,
+            **body,
             "channel_values": {
                 **{channel: loads(kind, blob) for channel, kind, blob in stored.blobs},
                 **stored.checkpoint.get("channel_values", {}),
@@ -228,27 +315,45 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         rest: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = rest.pop("channel_values", {})
         small = {channel: value for channel, value in values.items() if inline(value)}
-        blobs: list[Blob] = [
-            (channel, str(version), *self._dumps(values[channel]))
-            for channel, version in new_versions.items()
-            if channel in values and channel not in small
-        ]
         parent = configurable.get("checkpoint_id")
-        body = json.loads(json.dumps(rest))
+        body = _stored_body(rest)
         body["channel_values"] = small
         meta = jsonable(get_serializable_checkpoint_metadata(config, metadata))
-        with self.borrowed.connection():
-            forked = self.backend.put_checkpoint(
-                thread_id,
-                checkpoint_ns,
-                checkpoint["id"],
-                parent,
-                body,
-                meta,
-                blobs,
-                self.on_fork == "raise",
-            )
-        if forked:
+        key = (thread_id, checkpoint_ns)
+        with self._lock:
+            last = self._last.get(key)
+        on = (
+            last
+            if last is not None
+            and parent is not None
+            and last.checkpoint_id == parent != checkpoint["id"]
+            and last.depth + 1 < chains.CHAIN
+            else None
+        )
+        while True:
+            records, held = self._records(values, small, checkpoint["channel_versions"], on)
+            body["values_held"] = sorted(held)
+            with self.borrowed.connection():
+                done = self.backend.put_checkpoint(
+                    thread_id,
+                    checkpoint_ns,
+                    checkpoint["id"],
+                    parent,
+                    body,
+                    meta,
+                    chains.encode(records),
+                    None if on is None else on.checkpoint_id,
+                    self.on_fork == "raise",
+                )
+            if not done.rebase or on is None:
+                break
+            on = None  # its base was deleted since: a snapshot instead
+        with self._lock:
+            self._last[key] = _Last(checkpoint["id"], 0 if on is None else on.depth + 1, held)
+            self._last.move_to_end(key)
+            while len(self._last) > REMEMBERED:
+                self._last.popitem(last=False)
+        if done.forked:
             logger.warning(
                 "LangGraph thread %r (namespace %r) forked: checkpoint %s put on %s, "
                 "which already had a child",
@@ -258,6 +363,36 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 parent,
             )
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    def _records(
+        self,
+        values: dict[str, Any],
+        small: dict[str, Any],
+        versions: ChannelVersions,
+        on: _Last | None,
+    ) -> tuple[builtins.list[chains.Record], dict[str, tuple[str, str, bytes]]]:
+        """The records of a checkpoint's values (those not in its JSON), on the
+        values of ``on`` (the checkpoint last put by this saver on the thread's
+        namespace, its parent) or, without it, a snapshot; and the values as
+        serialized, ``{channel: (version, type, bytes)}``."""
+        records: builtins.list[chains.Record] = []
+        held: dict[str, tuple[str, str, bytes]] = {}
+        for channel, value in values.items():
+            if channel in small:
+                continue
+            version = str(versions.get(channel))
+            before = None if on is None else on.values.get(channel)
+            if before is not None and before[0] == version:
+                records.append(chains.same(channel))
+                held[channel] = before
+                continue
+            kind, raw = self.serde.dumps_typed(value)
+            held[channel] = (version, kind, raw)
+            record = None
+            if before is not None and before[1] == kind:
+                record = chains.delta(channel, kind, before[2], raw)
+            records.append(record or chains.full(channel, kind, raw))
+        return records, held
 
     def put_writes(
         self,
@@ -284,11 +419,19 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 list(by_idx.values()),
             )
 
+    def _forget(self) -> None:
+        """Write the next puts as snapshots (a base may be gone; a put finds it out
+        anyway, then writes one)."""
+        with self._lock:
+            self._last.clear()
+
     def delete_thread(self, thread_id: str) -> None:
+        self._forget()
         with self.borrowed.connection():
             self.backend.delete_threads([thread_id])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._forget()
         with self.borrowed.connection():
             self.backend.delete_checkpoint_runs([str(run_id) for run_id in run_ids])
 
@@ -299,6 +442,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, not {strategy!r}.")
+        self._forget()
         with self.borrowed.connection():
             self.backend.prune_threads(list(thread_ids), strategy == "keep_latest")
 

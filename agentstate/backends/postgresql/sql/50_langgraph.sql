@@ -25,8 +25,17 @@ BEGIN
     RETURN tid;
 END $$;
 
--- A checkpoint and its new channel values; a fork (its parent already has
--- another child, or a second root) is marked, or refused with p_refuse.
+-- A text as agentstate.backends.chains writes it: its length in UTF-8, then it.
+CREATE FUNCTION agentstate_chain_field(p_text text) RETURNS bytea
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT int4send(length(convert_to(p_text, 'UTF8'))) || convert_to(p_text, 'UTF8')
+$$;
+
+-- A checkpoint with its channel values (agentstate.backends.chains: p_values as
+-- records on those of p_base, a checkpoint of the namespace; none: a snapshot);
+-- a fork (its parent already has another child, or a second root) is marked, or
+-- refused with p_refuse. A base not stored (deleted since the saver wrote on it)
+-- writes nothing and answers rebase: the saver puts a snapshot instead.
 --
 -- This function and agentstate_checkpoint, the hot path, keep one plan for each of
 -- their statements (plan_cache_mode): with the default, PL/pgSQL plans most of them
@@ -35,13 +44,14 @@ END $$;
 -- generic plan is the one they would pick anyway.
 CREATE FUNCTION agentstate_put_checkpoint(
     p_thread text, p_ns text, p_id text, p_parent text, p_checkpoint jsonb, p_metadata jsonb,
-    p_channels text[], p_versions text[], p_types text[], p_blobs bytea[], p_refuse boolean
+    p_values bytea, p_base text, p_refuse boolean
 ) RETURNS jsonb
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     v_thread bigint := agentstate_touch_thread(p_thread);
     v_sibling text;
     v_step text := p_metadata ->> 'step';
+    v_writes bytea;
 BEGIN
     IF p_parent IS NULL THEN
         SELECT checkpoint_id INTO v_sibling FROM agentstate_checkpoint
@@ -59,66 +69,129 @@ BEGIN
             'thread_id', p_thread, 'checkpoint_ns', p_ns, 'parent', p_parent,
             'head', v_sibling));
     END IF;
-    INSERT INTO agentstate_checkpointblob (thread_id, checkpoint_ns, channel, version, type, blob)
-    SELECT v_thread, p_ns, b.channel, b.version, b.type, b.blob
-    FROM unnest(p_channels, p_versions, p_types, p_blobs) AS b(channel, version, type, blob)
-    ON CONFLICT (thread_id, checkpoint_ns, channel, version) DO NOTHING;
+    IF p_base IS NOT NULL AND NOT EXISTS (
+        SELECT FROM agentstate_checkpoint
+        WHERE thread_id = v_thread AND checkpoint_ns = p_ns AND checkpoint_id = p_base
+    ) THEN
+        RETURN jsonb_build_object('forked', v_sibling IS NOT NULL, 'rebase', true);
+    END IF;
+    -- the writes of its tasks stored before it (LangGraph may put them first) join it
+    WITH moved AS (
+        DELETE FROM agentstate_checkpointwrite w
+        WHERE w.thread_id = v_thread AND w.checkpoint_ns = p_ns AND w.checkpoint_id = p_id
+        RETURNING w.id, w.task_id, w.task_path, w.idx, w.channel, w.type, w.blob
+    )
+    SELECT string_agg(
+        agentstate_chain_field(m.task_id) || agentstate_chain_field(m.task_path)
+        || int4send(m.idx) || agentstate_chain_field(m.channel) || agentstate_chain_field(m.type)
+        || int4send(length(coalesce(m.blob, ''::bytea))) || coalesce(m.blob, ''::bytea),
+        ''::bytea ORDER BY m.id)
+    INTO v_writes FROM moved m;
     INSERT INTO agentstate_checkpoint AS c
         (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata,
-         run_id, step, forked, created_at)
+         run_id, step, forked, created_at, values, base_checkpoint_id, writes)
     VALUES (v_thread, p_ns, p_id, p_parent, p_checkpoint, p_metadata,
             p_metadata ->> 'run_id',
             CASE WHEN jsonb_typeof(p_metadata -> 'step') = 'number'
                       AND v_step ~ '^-?[0-9]{1,9}$' THEN v_step::integer END,
-            v_sibling IS NOT NULL, now())
+            v_sibling IS NOT NULL, now(), p_values, p_base, v_writes)
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
         parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint = EXCLUDED.checkpoint,
-        metadata = EXCLUDED.metadata, run_id = EXCLUDED.run_id, step = EXCLUDED.step;
+        metadata = EXCLUDED.metadata, run_id = EXCLUDED.run_id, step = EXCLUDED.step,
+        values = EXCLUDED.values, base_checkpoint_id = EXCLUDED.base_checkpoint_id,
+        writes = CASE WHEN EXCLUDED.writes IS NULL THEN c.writes
+                      ELSE coalesce(c.writes, ''::bytea) || EXCLUDED.writes END;
     RETURN jsonb_build_object('forked', v_sibling IS NOT NULL);
 END $$;
 
--- A task's pending writes: a special channel's (negative idx) replaces the
--- stored one, any other is kept as first written (DO NOTHING: a write stored
--- already, a task's retry, locks no row, so a call that changes nothing writes
--- nothing). The thread's row is not locked (only made when missing): the tasks of
--- one step write at once, and the checkpoint they write against was put already.
+-- A task's pending writes (p_writes: agentstate.backends.chains' form of the arrays),
+-- appended to its checkpoint's row, which is locked (the tasks of one step queue on
+-- it for the moment of the update); a call already appended is not appended again,
+-- unless it writes a special channel (negative idx), whose last write is kept. A
+-- checkpoint not stored yet (LangGraph may put a step's writes before it) keeps them
+-- as rows, one per write, as earlier releases did, until its put takes them in: a
+-- special channel's replaces the stored one, any other is kept as first written.
 CREATE FUNCTION agentstate_put_checkpoint_writes(
-    p_thread text, p_ns text, p_id text, p_task text, p_path text,
+    p_thread text, p_ns text, p_id text, p_task text, p_path text, p_writes bytea,
     p_idx integer[], p_channels text[], p_types text[], p_blobs bytea[]
 ) RETURNS jsonb
-LANGUAGE sql AS $$
-    WITH thread AS (
-        SELECT coalesce(
-            (SELECT id FROM agentstate_thread WHERE thread_id = p_thread),
-            agentstate_touch_thread(p_thread)) AS id
-    ), written AS (
-        SELECT thread.id AS thread_id, x.idx, x.channel, x.type, x.blob
-        FROM thread, unnest(p_idx, p_channels, p_types, p_blobs) AS x(idx, channel, type, blob)
-    ), kept AS (
-        INSERT INTO agentstate_checkpointwrite
-            (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type,
-             blob)
-        SELECT thread_id, p_ns, p_id, p_task, p_path, idx, channel, type, blob
-        FROM written WHERE idx >= 0
-        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING
-    )
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_thread bigint;
+    v_row bigint;
+    v_writes bytea;
+BEGIN
+    SELECT id INTO v_thread FROM agentstate_thread WHERE thread_id = p_thread;
+    IF v_thread IS NULL THEN
+        v_thread := agentstate_touch_thread(p_thread);
+    END IF;
+    SELECT c.id, c.writes INTO v_row, v_writes FROM agentstate_checkpoint c
+    WHERE c.thread_id = v_thread AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id
+    FOR NO KEY UPDATE;
+    IF v_row IS NULL THEN
+        -- a put of the checkpoint under way holds the thread's row: wait for it to
+        -- end, and a put that starts now waits for these rows, which it takes in
+        PERFORM FROM agentstate_thread WHERE id = v_thread FOR SHARE;
+        SELECT c.id, c.writes INTO v_row, v_writes FROM agentstate_checkpoint c
+        WHERE c.thread_id = v_thread AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id
+        FOR NO KEY UPDATE;
+    END IF;
+    IF v_row IS NOT NULL THEN
+        IF v_writes IS NULL OR position(p_writes IN v_writes) = 0 OR 0 > ANY (p_idx) THEN
+            UPDATE agentstate_checkpoint SET writes = coalesce(writes, ''::bytea) || p_writes
+            WHERE id = v_row;
+        END IF;
+        RETURN '{}'::jsonb;
+    END IF;
     INSERT INTO agentstate_checkpointwrite
         (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
-    SELECT thread_id, p_ns, p_id, p_task, p_path, idx, channel, type, blob
-    FROM written WHERE idx < 0
+    SELECT v_thread, p_ns, p_id, p_task, p_path, x.idx, x.channel, x.type, x.blob
+    FROM unnest(p_idx, p_channels, p_types, p_blobs) AS x(idx, channel, type, blob)
+    WHERE x.idx >= 0
+    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING;
+    INSERT INTO agentstate_checkpointwrite
+        (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
+    SELECT v_thread, p_ns, p_id, p_task, p_path, x.idx, x.channel, x.type, x.blob
+    FROM unnest(p_idx, p_channels, p_types, p_blobs) AS x(idx, channel, type, blob)
+    WHERE x.idx < 0
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
         channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob,
         task_path = EXCLUDED.task_path;
-    SELECT '{}'::jsonb
-$$;
+    RETURN '{}'::jsonb;
+END $$;
 
--- A checkpoint (p_id NULL: the namespace's latest) with its channel values and
--- pending writes as parallel arrays; no row when there is none. A channel whose
--- value is in the checkpoint's own JSON (channel_values) has no row to look up;
--- each other channel is one lookup by its unique key.
+-- The values of a checkpoint's bases (agentstate.backends.chains), from p_base up
+-- its bases to the snapshot, nearest first. PL/pgSQL, so that its plan is kept (a
+-- function in SQL with a WITH is planned again on every call).
+CREATE FUNCTION agentstate_checkpoint_chain(p_thread bigint, p_ns text, p_base text)
+RETURNS bytea[]
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_chain bytea[];
+BEGIN
+    WITH RECURSIVE chain AS (
+        SELECT x.base_checkpoint_id, x.values, 1 AS depth FROM agentstate_checkpoint x
+        WHERE x.thread_id = p_thread AND x.checkpoint_ns = p_ns AND x.checkpoint_id = p_base
+        UNION ALL
+        SELECT x.base_checkpoint_id, x.values, chain.depth + 1
+        FROM chain JOIN agentstate_checkpoint x
+          ON x.thread_id = p_thread AND x.checkpoint_ns = p_ns
+         AND x.checkpoint_id = chain.base_checkpoint_id
+        WHERE chain.depth < 64
+    )
+    SELECT array_agg(chain.values ORDER BY chain.depth) INTO v_chain FROM chain;
+    RETURN v_chain;
+END $$;
+
+-- A checkpoint (p_id NULL: the namespace's latest) with its channel values (its
+-- own, its bases' nearest first) and pending writes; no row when there is none.
+-- A checkpoint of an earlier release has its values and writes in rows, returned
+-- as parallel arrays: a channel whose value is in the checkpoint's own JSON
+-- (channel_values) has no row to look up; each other is one lookup by its key.
 CREATE FUNCTION agentstate_checkpoint(p_thread text, p_ns text, p_id text)
 RETURNS TABLE (
     checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb,
+    "values" bytea, chain bytea[], writes bytea,
     blob_channels text[], blob_types text[], blobs bytea[],
     write_tasks text[], write_channels text[], write_types text[], write_blobs bytea[],
     write_paths text[], write_idx integer[]
@@ -126,6 +199,7 @@ RETURNS TABLE (
 LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     c agentstate_checkpoint%ROWTYPE;
+    v_chain bytea[];
 BEGIN
     IF p_id IS NULL THEN
         SELECT cp.* INTO c FROM agentstate_checkpoint cp
@@ -140,8 +214,40 @@ BEGIN
     IF c.id IS NULL THEN
         RETURN;
     END IF;
+    IF c.values IS NOT NULL THEN
+        -- the bases' values read here, not by a call of agentstate_checkpoint_chain
+        IF c.base_checkpoint_id IS NOT NULL THEN
+            WITH RECURSIVE bases AS (
+                SELECT x.base_checkpoint_id, x.values, 1 AS depth FROM agentstate_checkpoint x
+                WHERE x.thread_id = c.thread_id AND x.checkpoint_ns = c.checkpoint_ns
+                  AND x.checkpoint_id = c.base_checkpoint_id
+                UNION ALL
+                SELECT x.base_checkpoint_id, x.values, bases.depth + 1
+                FROM bases JOIN agentstate_checkpoint x
+                  ON x.thread_id = c.thread_id AND x.checkpoint_ns = c.checkpoint_ns
+                 AND x.checkpoint_id = bases.base_checkpoint_id
+                WHERE bases.depth < 64
+            )
+            SELECT array_agg(bases.values ORDER BY bases.depth) INTO v_chain FROM bases;
+        END IF;
+        RETURN QUERY
+        SELECT c.checkpoint_id::text, c.parent_checkpoint_id::text, c.checkpoint, c.metadata,
+               c.values, v_chain, c.writes, NULL::text[], NULL::text[], NULL::bytea[],
+               w.tasks, w.channels, w.types, w.blobs, w.paths, w.idx
+        FROM (
+            SELECT array_agg(wr.task_id::text) AS tasks,
+                   array_agg(wr.channel::text) AS channels, array_agg(wr.type::text) AS types,
+                   array_agg(wr.blob) AS blobs, array_agg(wr.task_path) AS paths,
+                   array_agg(wr.idx) AS idx
+            FROM agentstate_checkpointwrite wr
+            WHERE wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns
+              AND wr.checkpoint_id = c.checkpoint_id
+        ) w;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT c.checkpoint_id::text, c.parent_checkpoint_id::text, c.checkpoint, c.metadata,
+           c.values, NULL::bytea[], c.writes,
            b.channels, b.types, b.blobs,
            w.tasks, w.channels, w.types, w.blobs, w.paths, w.idx
     FROM (
@@ -210,12 +316,14 @@ LANGUAGE sql AS $$
     SELECT jsonb_build_object('count', count(*)) FROM gone
 $$;
 
--- Whether a checkpoint holds a value of the channel: in its JSON, or a row.
+-- Whether a checkpoint holds a value of the channel: in its JSON, in its values
+-- (named by values_held), or a row (earlier releases).
 CREATE FUNCTION agentstate_checkpoint_holds(
     p_checkpoint jsonb, p_channel text, p_thread bigint, p_ns text
 ) RETURNS boolean
 LANGUAGE sql STABLE AS $$
-    SELECT coalesce(p_checkpoint -> 'channel_values' ? p_channel, false) OR EXISTS (
+    SELECT coalesce(p_checkpoint -> 'channel_values' ? p_channel, false)
+        OR coalesce(p_checkpoint -> 'values_held' ? p_channel, false) OR EXISTS (
         SELECT FROM agentstate_checkpointblob x
         WHERE x.thread_id = p_thread AND x.checkpoint_ns = p_ns AND x.channel = p_channel
           AND x.version = p_checkpoint -> 'channel_versions' ->> p_channel
@@ -226,12 +334,14 @@ $$;
 -- parent of a checkpoint (p_id NULL: the namespace's latest) up its parents, one
 -- row per ancestor, nearest first, until each channel of p_channels has a stored
 -- value: the ancestor's pending writes to the channels still wanted there, and its
--- values of the wanted channels (small ones in channel_values, others as arrays).
+-- values of the wanted channels (small ones in channel_values, others in its values
+-- and its bases', or as arrays for a checkpoint of an earlier release).
 CREATE FUNCTION agentstate_checkpoint_history(
     p_thread text, p_ns text, p_id text, p_channels text[]
 )
 RETURNS TABLE (
     checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb,
+    "values" bytea, chain bytea[], writes bytea,
     blob_channels text[], blob_types text[], blobs bytea[],
     write_tasks text[], write_channels text[], write_types text[], write_blobs bytea[],
     write_paths text[], write_idx integer[]
@@ -245,13 +355,14 @@ LANGUAGE sql STABLE AS $$
           AND (p_id IS NULL OR cp.checkpoint_id = p_id)
         ORDER BY cp.checkpoint_id DESC LIMIT 1
     ), chain AS (
-        SELECT a.id, a.checkpoint_id, a.parent_checkpoint_id, a.checkpoint, 1 AS depth,
-               p_channels AS wanted
+        SELECT a.id, a.checkpoint_id, a.parent_checkpoint_id, a.checkpoint, a.values,
+               a.base_checkpoint_id, a.writes, 1 AS depth, p_channels AS wanted
         FROM target, thread, agentstate_checkpoint a
         WHERE a.thread_id = thread.id AND a.checkpoint_ns = p_ns
           AND a.checkpoint_id = target.parent_checkpoint_id
         UNION ALL
-        SELECT a.id, a.checkpoint_id, a.parent_checkpoint_id, a.checkpoint, chain.depth + 1,
+        SELECT a.id, a.checkpoint_id, a.parent_checkpoint_id, a.checkpoint, a.values,
+               a.base_checkpoint_id, a.writes, chain.depth + 1,
                ARRAY(SELECT ch FROM unnest(chain.wanted) AS ch
                      WHERE NOT agentstate_checkpoint_holds(chain.checkpoint, ch, thread.id, p_ns))
         FROM chain, thread, agentstate_checkpoint a
@@ -265,6 +376,12 @@ LANGUAGE sql STABLE AS $$
                SELECT jsonb_object_agg(v.key, v.value)
                FROM jsonb_each(chain.checkpoint -> 'channel_values') AS v
                WHERE v.key = ANY (chain.wanted)), '{}')),
+           CASE WHEN coalesce(chain.checkpoint -> 'values_held' ?| chain.wanted, false)
+                THEN chain.values END,
+           CASE WHEN chain.base_checkpoint_id IS NOT NULL
+                     AND coalesce(chain.checkpoint -> 'values_held' ?| chain.wanted, false)
+                THEN agentstate_checkpoint_chain(thread.id, p_ns, chain.base_checkpoint_id) END,
+           chain.writes,
            b.channels, b.types, b.blobs,
            w.tasks, w.channels, w.types, w.blobs, w.paths, w.idx
     FROM chain, thread, LATERAL (
@@ -274,7 +391,8 @@ LANGUAGE sql STABLE AS $$
         JOIN agentstate_checkpointblob x
           ON x.thread_id = thread.id AND x.checkpoint_ns = p_ns AND x.channel = ch
          AND x.version = chain.checkpoint -> 'channel_versions' ->> ch AND x.type <> 'empty'
-        WHERE NOT coalesce(chain.checkpoint -> 'channel_values' ? ch, false)
+        WHERE chain.values IS NULL
+          AND NOT coalesce(chain.checkpoint -> 'channel_values' ? ch, false)
     ) b, LATERAL (
         SELECT array_agg(wr.task_id::text) AS tasks, array_agg(wr.channel::text) AS channels,
                array_agg(wr.type::text) AS types, array_agg(wr.blob) AS blobs,

@@ -1,0 +1,170 @@
+"""LangGraph checkpoints' values and pending writes as bytes in the checkpoint's row.
+
+A checkpoint's ``values`` (every channel value it holds beyond the small ones of
+its JSON) are records, each a channel's value:
+
+- ``FULL``: the serialized value (compressed by ``squeezed`` when that pays);
+- ``SAME``: the value its ``base`` checkpoint holds for the channel;
+- ``DELTA``: the base's value extended: a list whose earlier version's elements
+  are its first ones (a conversation's messages) is the base's serialized bytes
+  less their first ``skip`` (msgpack's array header), after ``head`` (the new
+  header) and before ``tail`` (the new elements).
+
+A checkpoint without a base is a snapshot; the saver writes one every ``CHAIN``
+checkpoints of a chain, so a read joins at most ``CHAIN`` rows. ``writes`` is the
+checkpoint's pending writes appended one task's call after another: a read keeps
+the first write at each ``(task, idx)``, the last for a negative ``idx``.
+
+Both backends store these bytes the same way; only this module reads them.
+"""
+
+import struct
+from collections.abc import Iterable, Sequence
+
+from agentstate.types import Write
+
+from .base import squeezed, unpacked
+
+FULL, SAME, DELTA = 0, 1, 2
+
+# The most checkpoints a chain of bases holds (a snapshot, then deltas on it).
+CHAIN = 16
+
+_LEN = struct.Struct(">I")
+_INT = struct.Struct(">i")
+
+# (op, channel, kind, payload, head, skip): kind and payload as ``squeezed`` made them
+Record = tuple[int, str, str, bytes, bytes, int]
+
+
+def _field(out: bytearray, data: bytes) -> None:
+    out += _LEN.pack(len(data))
+    out += data
+
+
+def _read(data: bytes, at: int) -> tuple[bytes, int]:
+    (size,) = _LEN.unpack_from(data, at)
+    at += _LEN.size
+    return data[at : at + size], at + size
+
+
+def full(channel: str, kind: str, value: bytes) -> Record:
+    return (FULL, channel, *squeezed(kind, value), b"", 0)
+
+
+def same(channel: str) -> Record:
+    return (SAME, channel, "", b"", b"", 0)
+
+
+def encode(records: Iterable[Record]) -> bytes:
+    out = bytearray()
+    for op, channel, kind, payload, head, skip in records:
+        out.append(op)
+        _field(out, channel.encode())
+        if op != SAME:
+            _field(out, kind.encode())
+            _field(out, payload)
+        if op == DELTA:
+            _field(out, head)
+            out += _LEN.pack(skip)
+    return bytes(out)
+
+
+def decode(data: bytes) -> list[Record]:
+    records: list[Record] = []
+    at = 0
+    while at < len(data):
+        op = data[at]
+        channel, at = _read(data, at + 1)
+        kind, payload, head, skip = b"", b"", b"", 0
+        if op != SAME:
+            kind, at = _read(data, at)
+            payload, at = _read(data, at)
+        if op == DELTA:
+            head, at = _read(data, at)
+            (skip,) = _LEN.unpack_from(data, at)
+            at += _LEN.size
+        records.append((op, channel.decode(), kind.decode(), payload, head, skip))
+    return records
+
+
+def _array_header(value: bytes) -> int | None:
+    """The length of the msgpack array header ``value`` starts with, if it does."""
+    if not value:
+        return None
+    first = value[0]
+    if 0x90 <= first <= 0x9F:
+        return 1
+    return {0xDC: 3, 0xDD: 5}.get(first)
+
+
+def delta(channel: str, kind: str, before: bytes, value: bytes) -> Record | None:
+    """``value`` as a ``DELTA`` on ``before`` (both msgpack), when it is ``before``'s
+    list with elements appended; else ``None``."""
+    if kind != "msgpack":
+        return None
+    old, new = _array_header(before), _array_header(value)
+    if old is None or new is None:
+        return None
+    body = len(before) - old
+    if len(value) - new < body or value[new : new + body] != before[old:]:
+        return None
+    return (DELTA, channel, *squeezed(kind, value[new + body :]), value[:new], old)
+
+
+def resolve(chain: Sequence[bytes | None]) -> dict[str, tuple[str, bytes]]:
+    """A checkpoint's values, ``{channel: (serde type, bytes)}``, from its own
+    ``values`` then its bases' (nearest first, ending at a snapshot)."""
+    held: dict[str, tuple[str, bytes]] = {}
+    for data in reversed(chain):
+        now: dict[str, tuple[str, bytes]] = {}
+        for op, channel, kind, payload, head, skip in decode(data or b""):
+            if op == FULL:
+                now[channel] = unpacked(kind, payload)
+            elif channel in held:  # a chain cut short (never written so) holds nothing
+                base_kind, base = held[channel]
+                if op == SAME:
+                    now[channel] = (base_kind, base)
+                else:
+                    now[channel] = (base_kind, head + base[skip:] + unpacked(kind, payload)[1])
+        held = now
+    return held
+
+
+def encode_writes(task_id: str, task_path: str, writes: Sequence[Write]) -> bytes:
+    """A task's pending writes, to append to the checkpoint's ``writes`` (each value
+    compressed by ``squeezed`` when that pays)."""
+    out = bytearray()
+    for idx, channel, written, raw in writes:
+        kind, value = squeezed(written, raw)
+        _field(out, task_id.encode())
+        _field(out, task_path.encode())
+        out += _INT.pack(idx)
+        _field(out, channel.encode())
+        _field(out, kind.encode())
+        _field(out, value)
+    return bytes(out)
+
+
+def decode_writes(data: bytes | None) -> list[tuple[str, str, str, bytes, str, int]]:
+    """The pending writes, ``(task_id, channel, type, bytes, task_path, idx)``: the
+    first at each ``(task, idx)``, the last for a negative ``idx``."""
+    found: dict[tuple[str, int], tuple[str, str, str, bytes, str, int]] = {}
+    at, data = 0, data or b""
+    while at < len(data):
+        task, at = _read(data, at)
+        path, at = _read(data, at)
+        (idx,) = _INT.unpack_from(data, at)
+        channel, at = _read(data, at + _INT.size)
+        kind, at = _read(data, at)
+        value, at = _read(data, at)
+        key = (task.decode(), idx)
+        if idx < 0 or key not in found:
+            found[key] = (
+                key[0],
+                channel.decode(),
+                *unpacked(kind.decode(), value),
+                path.decode(),
+                idx,
+            )
+    return list(found.values())
