@@ -12,6 +12,7 @@ statement. A permission an endpoint takes is checked first (403).
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, cast
 
 from django.apps import apps
@@ -127,10 +128,14 @@ def visible_requests(user: _AnyUser) -> QuerySet[ApprovalRequest]:
     return ApprovalRequest.objects.filed_by(cast("_User", user))
 
 
-def object_types() -> list[str]:
-    """The ``object_type`` an event can name: the model names of agentstate."""
-    return sorted(
-        model._meta.model_name or "" for model in apps.get_app_config("agentstate").get_models()
+@functools.cache
+def object_types() -> tuple[str, ...]:
+    """The ``object_type`` an event can name: the model names of agentstate (read
+    once: the app's models are fixed once Django is set up)."""
+    return tuple(
+        sorted(
+            model._meta.model_name or "" for model in apps.get_app_config("agentstate").get_models()
+        )
     )
 
 
