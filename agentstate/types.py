@@ -36,11 +36,13 @@ USAGE_FIELDS = (
 
 @dataclass(frozen=True)
 class Reach:
-    """The objects of one caller: those it created (``user_id``) and, for pauses,
-    those it owns (``username``). ``None`` as a reach: every object."""
+    """The objects of one caller: those it created (``user_id``) and, for pauses and
+    events, those it owns (``username``); for events, also every event about an
+    object of a model named in ``object_types``. ``None`` as a reach: every object."""
 
     user_id: int | None
     username: str = ""
+    object_types: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

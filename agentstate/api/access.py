@@ -12,6 +12,7 @@ statement. A permission an endpoint takes is checked first (403).
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, cast
 
 from django.apps import apps
@@ -23,6 +24,7 @@ from rest_framework.request import Request
 
 from agentstate.exceptions import BadInput
 from agentstate.models import ApprovalRequest, Event
+from agentstate.models.querysets import EventQuerySet
 from agentstate.types import Reach
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ __all__ = [
     "IsAuthenticated",
     "acting_owner",
     "acting_username",
+    "events_reach",
     "has_any_perm",
     "has_model_perm",
     "named_owner",
@@ -125,23 +128,34 @@ def visible_requests(user: _AnyUser) -> QuerySet[ApprovalRequest]:
     return ApprovalRequest.objects.filed_by(cast("_User", user))
 
 
-def object_types() -> list[str]:
-    """The ``object_type`` an event can name: the model names of agentstate."""
-    return sorted(
-        model._meta.model_name or "" for model in apps.get_app_config("agentstate").get_models()
+@functools.cache
+def object_types() -> tuple[str, ...]:
+    """The ``object_type`` an event can name: the model names of agentstate (read
+    once: the app's models are fixed once Django is set up)."""
+    return tuple(
+        sorted(
+            model._meta.model_name or "" for model in apps.get_app_config("agentstate").get_models()
+        )
     )
 
 
-def visible_events(user: _AnyUser) -> QuerySet[Event]:
-    """Events about objects the user created or owns, or of a model it may view.
+def events_reach(user: _AnyUser) -> Reach | None:
+    """The events ``user`` may see, as a reach: about objects it created or owns, or
+    of a model it may view.
 
-    ``view_event`` shows every event; ``decide_approvalrequest``, as it shows every
-    request, every request's events. ``created_by`` and ``owner`` are copied
-    onto the event, so the trail stays visible after its object is gone.
+    ``view_event`` shows every event (``None``); ``decide_approvalrequest``, as it
+    shows every request, every request's events. ``created_by`` and ``owner`` are
+    copied onto the event, so the trail stays visible after its object is gone.
     """
     if has_model_perm(user, "view_event"):
-        return Event.objects.all()
+        return None
     viewable = [name for name in object_types() if has_model_perm(user, f"view_{name}")]
     if "approvalrequest" not in viewable and has_model_perm(user, "decide_approvalrequest"):
         viewable.append("approvalrequest")  # a reviewer sees the whole queue (visible_requests)
-    return Event.objects.visible_to(cast("_User", user), viewable)
+    return Reach(user.pk, user.get_username(), tuple(viewable))
+
+
+def visible_events(user: _AnyUser) -> EventQuerySet[Event]:
+    """The events ``user`` may see (``events_reach``), as a QuerySet."""
+    seen = events_reach(user)
+    return Event.objects.all() if seen is None else Event.objects.reached_by(seen)

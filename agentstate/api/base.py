@@ -190,7 +190,8 @@ def _readers(serializer_class: type[serializers.Serializer]) -> list[tuple[str, 
     """Per readable field of the serializer, in order, what reads it off a row as
     ``Serializer.to_representation`` would: an attribute of the row as DRF's
     ``CharField``, ``IntegerField``, ``UUIDField``, ``JSONField`` or ISO 8601
-    ``DateTimeField`` shows it; the method of a ``SerializerMethodField``; any
+    ``DateTimeField`` shows it; a related row's slug as ``SlugRelatedField``
+    shows it; the method of a ``SerializerMethodField``; any
     other field through its own ``get_attribute`` and ``to_representation``."""
     return [
         (field.field_name, _reader(field)) for field in _shared(serializer_class)._readable_fields
@@ -214,6 +215,8 @@ def _reader(field: Any) -> Reader:
         method = getattr(field.parent, field.method_name)
         return lambda row, zone: method(row)
     attrs = field.source_attrs
+    if kind is serializers.SlugRelatedField and len(attrs) == 1 and "__" not in field.slug_field:
+        return _slug_reader(attrs[0], field.slug_field, read_field)
     convert = _CONVERTERS.get(kind)
     if not attrs or convert is None or not _plain(field):
         return read_field
@@ -257,6 +260,19 @@ def _reader_of(field: Any, attr: str, kind: type, convert: Any, read_field: Read
         return None if value is None else convert(value)
 
     return read
+
+
+def _slug_reader(attr: str, slug: str, read_field: Reader) -> Reader:
+    """What reads a ``SlugRelatedField``: the related object's ``slug``, as it is."""
+
+    def read_slug(row: Any, zone: Any) -> Any:
+        related: Any = getattr(row, attr, _SKIP)
+        if related is None:
+            return None
+        value = _SKIP if related is _SKIP else getattr(related, slug, _SKIP)
+        return read_field(row, zone) if value is _SKIP else value  # else as DRF has it
+
+    return read_slug
 
 
 _ISO_FIELD = serializers.DateTimeField()

@@ -13,9 +13,18 @@ from django.utils.module_loading import import_string
 
 from agentstate.conf import agentstate_settings
 
-from .base import Backend, BudgetState, Changed, Page, PauseFilters, RequestFilters
+from .base import Backend, BudgetState, Changed, EventFilters, Page, PauseFilters, RequestFilters
 
-__all__ = ["Backend", "BudgetState", "Changed", "Page", "PauseFilters", "RequestFilters", "backend"]
+__all__ = [
+    "Backend",
+    "BudgetState",
+    "Changed",
+    "EventFilters",
+    "Page",
+    "PauseFilters",
+    "RequestFilters",
+    "backend",
+]
 
 BY_VENDOR = {"postgresql": "agentstate.backends.postgresql.PostgreSQLBackend"}
 PORTABLE = "agentstate.backends.orm.ORMBackend"

@@ -61,6 +61,8 @@ T = TypeVar("T")
 PauseFilters = dict[str, str]
 # An approval requests' listing's: ``status``, ``tool_name`` and ``run_id``.
 RequestFilters = dict[str, str]
+# An events listing's: ``kind``, ``object_type``, ``object_id`` and ``run_id``.
+EventFilters = dict[str, str]
 
 
 # A stored value's type when its bytes are compressed: this prefix, then the serde's.
@@ -707,6 +709,20 @@ class Backend(abc.ABC):
     def purge_events(self, size: int, retention: timedelta) -> int:
         """Delete events created more than ``retention`` ago, with their webhook
         deliveries and the deliveries' attempts; how many events."""
+
+    # The audit trail (docs: events)
+
+    @abc.abstractmethod
+    def events_page(
+        self, filters: EventFilters, reach: Reach | None, offset: int, limit: int
+    ) -> Page[Event]:
+        """The events matching ``filters`` (``kind``, ``object_type``, ``object_id``:
+        equal; ``run_id``: the run's and its approval requests' events) within
+        ``reach`` (``Reach.user_id``: those about objects its user created; its
+        ``username``: owns; and every event about an object of its ``object_types``;
+        ``None``: all), newest first (``created_at``, then id, descending), ``limit``
+        of them from ``offset``, and how many match. Each with its ``user`` and
+        ``created_by`` (their username at least: the rest may be deferred)."""
 
     # Authentication (the REST API's tokens: ``agentstate.api.authentication``)
 

@@ -13,7 +13,9 @@ from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Case, CharField, F, Q, Value, When
 from django.db.models.expressions import Combinable
-from django.db.models.functions import Now
+from django.db.models.functions import Cast, Now
+
+from agentstate.types import Reach
 
 # The choices module only: the models import this one.
 from .choices import PauseStatus, RequestStatus
@@ -132,10 +134,29 @@ class EventQuerySet(models.QuerySet):
     def visible_to(self, user: Any, object_types: Iterable[str] = ()) -> Self:
         """Events about objects ``user`` created or owns (``created_by`` and ``owner``
         are copied onto the event, so they outlive the object), or of ``object_types``."""
+        return self.reached_by(Reach(user.pk, user.get_username(), tuple(object_types)))
+
+    def reached_by(self, reach: Reach) -> Self:
+        """``visible_to`` by a reach: the events about objects its user created
+        (``user_id``; ``None``: none) or its username owns, or of its ``object_types``."""
+        seen = Q(owner=reach.username) | Q(object_type__in=list(reach.object_types))
+        if reach.user_id is not None:
+            seen = Q(created_by_id=reach.user_id) | seen
+        return self.filter(seen)
+
+    def of_run(self, run_id: str) -> Self:
+        """Events of the run ``run_id`` and of its approval requests (an event names
+        its object by its id as text)."""
+        requests = (
+            self.model._meta.apps.get_model("agentstate", "ApprovalRequest")
+            ._default_manager.using(self.db)
+            .filter(run__run_id=run_id)
+            .annotate(key=Cast("pk", CharField()))
+            .values("key")
+        )
         return self.filter(
-            Q(created_by=user)
-            | Q(owner=user.get_username())
-            | Q(object_type__in=list(object_types))
+            Q(object_type="run", object_id=run_id)
+            | Q(object_type="approvalrequest", object_id__in=requests)
         )
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from agentstate.conf import agentstate_settings
@@ -132,21 +132,6 @@ def run_check(read: Callable[[], tuple[Any, Any]], before: Any) -> Callable[[], 
         return answer, compared != before, again
 
     return check
-
-
-def in_runs(run_id: str) -> Q:
-    """Events of the run ``run_id`` and of its approval requests."""
-    from django.db.models import CharField
-    from django.db.models.functions import Cast
-
-    requests = (
-        ApprovalRequest.objects.filter(run__run_id=run_id)
-        .annotate(key=Cast("pk", CharField()))
-        .values("key")
-    )
-    return Q(object_type="run", object_id=run_id) | Q(
-        object_type="approvalrequest", object_id__in=requests
-    )
 
 
 # Events.

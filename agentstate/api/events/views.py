@@ -19,9 +19,10 @@ from rest_framework.response import Response
 from agentstate.backends.feed import settled
 from agentstate.exceptions import BadInput
 from agentstate.models import Event
-from agentstate.services import waiting, wakeups
+from agentstate.models.querysets import EventQuerySet
+from agentstate.services import trail, waiting, wakeups
 
-from ..access import visible_events
+from ..access import events_reach, visible_events
 from ..base import AgentStateAPIView
 from ..ids import path_id
 from ..schema import PAGES, documented
@@ -38,11 +39,11 @@ BATCH = 100
 UNSETTLED_RETRY = 0.1
 
 
-def _events(user: _AnyUser, q: dict[str, Any]) -> QuerySet[Event]:
+def _events(user: _AnyUser, q: dict[str, Any]) -> EventQuerySet[Event]:
     events = visible_events(user).select_related("user", "created_by")
     run_id = q.pop("run_id", None)
     if run_id is not None:
-        events = events.filter(waiting.in_runs(run_id))
+        events = events.of_run(run_id)
     return events.filter(**q)
 
 
@@ -65,11 +66,17 @@ class EventsView(AgentStateAPIView):
     def get(self, request: Request) -> Response:
         q = self.query(s.EventFeedQuery)
         wait, after = q.pop("wait", None), q.pop("after", None)
+        if after is None:  # a page of the trail, newest first
+            seen = events_reach(request.user)
+
+            def fetch(offset: int, limit: int) -> tuple[list[Event], int]:
+                page = trail.events_page(reach=seen, offset=offset, limit=limit, **q)
+                return page.rows, page.total
+
+            return self.paginate_fetched(fetch, s.EventSerializer)
         filters = {k: v for k, v in q.items() if k != "run_id"}
         run_id = q.get("run_id")
         events = _events(request.user, q)
-        if after is None:
-            return self.paginate(events.order_by("-created_at", "-pk"), s.EventSerializer)
 
         def page(rows: QuerySet[Event]) -> list[Any]:
             response = self.paginate(rows, s.EventSerializer)

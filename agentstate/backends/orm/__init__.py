@@ -22,6 +22,7 @@ from .pauses import PauseOperations
 from .runs import RunOperations
 from .store import StoreOperations
 from .sweep import SweepOperations
+from .trail import TrailOperations
 
 
 class ORMBackend(
@@ -33,6 +34,7 @@ class ORMBackend(
     BudgetOperations,
     CheckpointOperations,
     SweepOperations,
+    TrailOperations,
     Backend,
 ):
     """Every operation of ``Backend`` as one ORM transaction (``Operations.atomic``)."""

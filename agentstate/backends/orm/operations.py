@@ -8,8 +8,13 @@ from django.db import connections
 from django.db.models import Model, QuerySet
 
 from agentstate.db import atomic
-from agentstate.models import ApprovalRequest, PausedRun, Run
-from agentstate.models.querysets import ApprovalRequestQuerySet, PausedRunQuerySet, RunQuerySet
+from agentstate.models import ApprovalRequest, Event, PausedRun, Run
+from agentstate.models.querysets import (
+    ApprovalRequestQuerySet,
+    EventQuerySet,
+    PausedRunQuerySet,
+    RunQuerySet,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,6 +35,8 @@ class Operations:
     def rows(self, model: type[ApprovalRequest]) -> ApprovalRequestQuerySet[ApprovalRequest]: ...
     @overload
     def rows(self, model: type[Run]) -> RunQuerySet[Run]: ...
+    @overload
+    def rows(self, model: type[Event]) -> EventQuerySet[Event]: ...
     @overload
     def rows(self, model: type[M]) -> QuerySet[M]: ...
     def rows(self, model: type[Model]) -> QuerySet[Model]:

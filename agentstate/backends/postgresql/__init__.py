@@ -34,6 +34,7 @@ from .policies import PolicyOperations
 from .runs import RunOperations
 from .store import StoreOperations
 from .sweep import SweepOperations
+from .trail import TrailOperations
 
 PREFIX = "agentstate_"
 REFUSED = "AS001"
@@ -50,6 +51,7 @@ class PostgreSQLBackend(
     CheckpointOperations,
     StoreOperations,
     SweepOperations,
+    TrailOperations,
     Backend,
 ):
     """Every operation of ``Backend`` as one call of its function."""

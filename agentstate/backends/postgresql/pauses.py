@@ -11,7 +11,7 @@ from django.db.models import Field
 
 from agentstate.backends.base import Changed, Page, PauseFilters
 from agentstate.backends.events import from_json as events_from_json
-from agentstate.db import Json, cursor, decoded, from_json
+from agentstate.db import Columns, Json, cursor, from_json
 from agentstate.models import PausedRun
 from agentstate.types import Actor, Reach
 
@@ -114,12 +114,19 @@ class PauseOperations:
         with cursor(connections[self.alias]) as c:
             c.execute(statement, [*params, limit, offset])
             rows = c.fetchall()
+        pause_of = _page_columns().builder(self.alias)
+        status_at = len(_page_columns().columns)
         page = []
-        for pause_row, current_status, _ in rows:
-            pause = from_json(PausedRun, decoded(pause_row), self.alias)
-            pause.current_status = current_status  # type: ignore[attr-defined]
+        for row in rows:
+            pause = pause_of(row[:status_at])
+            pause.current_status = row[status_at]
             page.append(pause)
-        return Page(page, rows[0][2] if rows else 0)
+        return Page(page, rows[0][status_at + 1] if rows else 0)
+
+
+@functools.cache
+def _page_columns() -> Columns:
+    return Columns(PausedRun)
 
 
 @functools.cache
@@ -127,10 +134,10 @@ def _page_statement(named: tuple[str, ...], status: str | None, reached: bool) -
     """A page of pauses (``Backend.pauses_page``): one fixed statement per shape of
     the filters (which are given; ``status``: pending or expired, written on the
     stored columns as ``querysets.pause_in_status`` writes them, else a parameter),
-    so that each reads through the indexes the filters have. The current status
-    and the window count as the ORM's listing has them (Django's ``Now()`` is
-    ``STATEMENT_TIMESTAMP()``). A statement rather than a function: a read with
-    nothing to check or write."""
+    so that each reads through the indexes the filters have. Each row the pause's
+    columns, its current status and the window count as the ORM's listing has
+    them (Django's ``Now()`` is ``STATEMENT_TIMESTAMP()``). A statement rather
+    than a function: a read with nothing to check or write."""
     meta = PausedRun._meta
 
     def column(name: str) -> str:
@@ -149,7 +156,8 @@ def _page_statement(named: tuple[str, ...], status: str | None, reached: bool) -
     if reached:
         where.append(f"({column('created_by')} = %s OR {column('owner')} = %s)")
     return (
-        f"SELECT to_jsonb(p), CASE WHEN {overdue} THEN '{expired}' ELSE {state} END,"
+        f"SELECT {_page_columns().select('p')},"
+        f" CASE WHEN {overdue} THEN '{expired}' ELSE {state} END,"
         f" COUNT(*) OVER () FROM {meta.db_table} p"
         + (f" WHERE {' AND '.join(where)}" if where else "")
         + f" ORDER BY {column('created_at')} DESC, p.{meta.pk.column} DESC LIMIT %s OFFSET %s"
