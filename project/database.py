@@ -17,6 +17,12 @@ import dj_database_url
 MYSQL_OPTIONS = {"charset": "utf8mb4", "isolation_level": "read committed"}
 
 
+def transaction_pooled() -> bool:
+    """Whether the database is reached through a pooler in transaction mode
+    (``DATABASE_POOLING=transaction``: PgBouncer's, say)."""
+    return os.environ.get("DATABASE_POOLING") == "transaction"
+
+
 def from_url(url: str, **kwargs: Any) -> dict[str, Any]:
     """Django's settings of the database at ``url`` (``kwargs`` go to
     ``dj_database_url.parse``: ``conn_max_age``, say)."""
@@ -25,7 +31,7 @@ def from_url(url: str, **kwargs: Any) -> dict[str, Any]:
         config["OPTIONS"] = {**MYSQL_OPTIONS, **config.get("OPTIONS", {})}
     # Behind PgBouncer in transaction pooling mode, a server-side cursor (what
     # QuerySet.iterator() opens) would outlive the transaction that made it.
-    pooled = os.environ.get("DATABASE_POOLING") == "transaction"
+    pooled = transaction_pooled()
     if pooled:
         config["DISABLE_SERVER_SIDE_CURSORS"] = True
     # Server-side prepared statements for agentstate's operations on PostgreSQL:

@@ -11,7 +11,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-from project.database import from_url
+from project.database import from_url, transaction_pooled
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(os.environ.get("AGENTSTATE_VAR_DIR", BASE_DIR / "var"))
@@ -131,7 +131,9 @@ AGENTSTATE = {
     "WEBHOOK_TIMEOUT": float(os.environ.get("AGENTSTATE_WEBHOOK_TIMEOUT", "10")),
     "RESUME_LEASE": float(os.environ.get("AGENTSTATE_RESUME_LEASE", "900")),
     "APPROVAL_TTL": float(os.environ.get("AGENTSTATE_APPROVAL_TTL", "86400")),
-    "LISTEN": os.environ.get("AGENTSTATE_LISTEN", "1") == "1",
+    # LISTEN needs a session of its own, which a pooler in transaction mode does not
+    # keep: there, waiters are woken by a poll of the event log.
+    "LISTEN": os.environ.get("AGENTSTATE_LISTEN", "0" if transaction_pooled() else "1") == "1",
 }
 # Another storage backend for every database (a dotted path): the portable
 # agentstate.backends.orm.ORMBackend on PostgreSQL, say.

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from project.database import from_url
+from project.database import from_url, transaction_pooled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -99,7 +99,9 @@ REST_FRAMEWORK = {
     ],
 }
 
-AGENTSTATE: dict[str, Any] = {}
+# LISTEN needs a session of its own: behind PgBouncer in transaction mode the
+# waiters are woken by a poll of the event log, as the docs tell such a site to.
+AGENTSTATE: dict[str, Any] = {"LISTEN": not transaction_pooled()}
 # The backend under test on every database (the portable one on PostgreSQL, say).
 if os.environ.get("AGENTSTATE_BACKEND"):
     AGENTSTATE["BACKEND"] = os.environ["AGENTSTATE_BACKEND"]
