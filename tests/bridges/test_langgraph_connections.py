@@ -1,0 +1,120 @@
+"""The LangGraph saver's database connections: what an invoke borrows, what it leaves open."""
+
+import operator
+import threading
+from typing import Annotated, TypedDict
+
+import pytest
+from django.db import connection, connections, transaction
+from django.db.backends.signals import connection_created
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import END, START, StateGraph
+
+from agentstate.contrib.langgraph import AgentStateSaver
+from agentstate.models import Checkpoint
+
+
+class State(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def three_steps(saver):
+    """Three nodes one after another: four puts and three tasks' writes an invoke,
+    LangGraph's writes from its own threads."""
+    builder = StateGraph(State)
+    for name in ("first", "second", "third"):
+        builder.add_node(name, lambda state, name=name: {"log": [name]})
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", "third")
+    builder.add_edge("third", END)
+    return builder.compile(checkpointer=saver)
+
+
+def on_a_fresh_thread(app, thread_id):
+    """``app.invoke`` run on a new thread; its answer and whether that thread opened
+    a connection of its own."""
+    found = {}
+
+    def run():
+        found["log"] = app.invoke({"log": []}, {"configurable": {"thread_id": thread_id}})["log"]
+        found["own"] = connections["default"].connection is not None
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    return found
+
+
+class Opened:
+    """Counts the connections Django opens (``connection_created``) while inside."""
+
+    def __init__(self):
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def _opened(self, sender, connection, **kwargs):
+        with self._lock:
+            self.count += 1
+
+    def __enter__(self):
+        connection_created.connect(self._opened, weak=False)
+        return self
+
+    def __exit__(self, *exc):
+        connection_created.disconnect(self._opened)
+
+
+# LangGraph puts from its own threads: their connections commit on their own.
+@pytest.mark.django_db(transaction=True)
+def test_an_invoke_takes_one_connection_and_the_next_reuses_it():
+    saver = AgentStateSaver()
+    app = three_steps(saver)
+    try:
+        with Opened() as opened:
+            first = on_a_fresh_thread(app, "one")
+        assert first == {"log": ["first", "second", "third"], "own": False}
+        # the read, four puts and three tasks' writes, from up to five threads: one
+        # connection, each call in its turn
+        assert opened.count == 1
+        assert saver.borrowed.idle() == 1
+        with Opened() as opened:
+            second = on_a_fresh_thread(app, "two")
+        assert second == {"log": ["first", "second", "third"], "own": False}
+        assert opened.count == 0
+        assert saver.borrowed.idle() == 1
+    finally:
+        saver.borrowed.close()
+    assert (
+        Checkpoint.objects.filter(thread__thread_id__in=["one", "two"]).count() == 10
+    )  # five an invoke
+
+
+def _open_on_the_server():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_an_invoke_on_a_fresh_thread_leaves_no_connection_open_once_the_saver_closes():
+    saver = AgentStateSaver()
+    app = three_steps(saver)
+    before = _open_on_the_server()
+    assert on_a_fresh_thread(app, "leak")["own"] is False
+    assert _open_on_the_server() == before + 1  # the saver's one idle connection
+    saver.borrowed.close()
+    assert _open_on_the_server() == before
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_inside_the_callers_atomic_block_is_in_its_transaction():
+    saver = AgentStateSaver()
+    config = {"configurable": {"thread_id": "inside", "checkpoint_ns": ""}}
+    with pytest.raises(RuntimeError), transaction.atomic():
+        saver.put(config, empty_checkpoint(), {"step": -1}, {})
+        assert saver.get_tuple(config) is not None
+        raise RuntimeError("rolled back")
+    assert saver.get_tuple(config) is None
+    assert saver.borrowed.idle() == 0  # nothing lent: the caller's connection
