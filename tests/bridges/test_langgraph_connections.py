@@ -11,6 +11,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 
 from agentstate.contrib.langgraph import AgentStateSaver
+from agentstate.contrib.langgraph.connections import IDLE
 from agentstate.models import Checkpoint
 
 
@@ -69,31 +70,6 @@ class Opened:
         connection_created.disconnect(self._opened)
 
 
-# LangGraph puts from its own threads: their connections commit on their own.
-@pytest.mark.django_db(transaction=True)
-def test_an_invoke_takes_one_connection_and_the_next_reuses_it():
-    saver = AgentStateSaver()
-    app = three_steps(saver)
-    try:
-        with Opened() as opened:
-            first = on_a_fresh_thread(app, "one")
-        assert first == {"log": ["first", "second", "third"], "own": False}
-        # the read, four puts and three tasks' writes, from up to five threads: one
-        # connection, each call in its turn
-        assert opened.count == 1
-        assert saver.borrowed.idle() == 1
-        with Opened() as opened:
-            second = on_a_fresh_thread(app, "two")
-        assert second == {"log": ["first", "second", "third"], "own": False}
-        assert opened.count == 0
-        assert saver.borrowed.idle() == 1
-    finally:
-        saver.borrowed.close()
-    assert (
-        Checkpoint.objects.filter(thread__thread_id__in=["one", "two"]).count() == 10
-    )  # five an invoke
-
-
 def _backends():
     """The server processes of this database's connections (PostgreSQL)."""
     with connection.cursor() as cursor:
@@ -103,19 +79,26 @@ def _backends():
 
 # LangGraph puts from its own threads: their connections commit on their own.
 @pytest.mark.django_db(transaction=True)
-def test_an_invoke_on_a_fresh_thread_leaves_no_connection_open_once_the_saver_closes():
+def test_invokes_on_fresh_threads_borrow_the_savers_connections_and_leave_none_open():
+    """Each invoke runs its ten calls from up to five threads made for it: they
+    borrow the saver's connections, which are kept for the next invoke (not one
+    opened per thread) and closed with the saver."""
     saver = AgentStateSaver()
     app = three_steps(saver)
     postgresql = connection.vendor == "postgresql"
     before = _backends() if postgresql else set()
     with Opened() as opened:
-        assert on_a_fresh_thread(app, "leak")["own"] is False
-    (lent,) = opened.wrappers  # the fresh thread opened none of its own
-    if postgresql:  # one server process more: the saver's idle connection
-        assert _backends() - before == {lent.connection.info.backend_pid}
+        runs = [on_a_fresh_thread(app, f"fresh-{number}") for number in range(5)]
+    assert runs == [{"log": ["first", "second", "third"], "own": False}] * 5
+    assert 1 <= opened.count <= IDLE
+    assert saver.borrowed.idle() == opened.count  # every one given back, open
+    if postgresql:  # the server processes added: the saver's idle connections
+        lent = {wrapper.connection.info.backend_pid for wrapper in opened.wrappers}
+        assert _backends() - before == lent
     saver.borrowed.close()
-    assert lent.connection is None
+    assert [wrapper.connection for wrapper in opened.wrappers] == [None] * opened.count
     assert saver.borrowed.idle() == 0
+    assert Checkpoint.objects.filter(thread__thread_id__startswith="fresh-").count() == 25
 
 
 @pytest.mark.django_db(transaction=True)

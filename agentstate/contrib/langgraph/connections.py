@@ -10,14 +10,6 @@ thread's for that call (``connections[alias]``), then goes back to the
 saver's idle ones (at most ``IDLE`` kept, the others closed). A thread with
 its own open connection (a request's, one inside ``atomic``) always uses it.
 
-The borrowed calls of one LangGraph thread (``key``) take their turn: one at
-a time, on one connection, as LangGraph's own ``PostgresSaver`` runs all of
-its calls. An invoke's puts and task writes come from up to five threads at
-once; each on a connection of its own, they held as many server processes
-and queued on the same thread's rows anyway, and under load (several
-processes on few cores) the graph ran half as fast. Calls for different
-LangGraph threads still run side by side, each on its own connection.
-
 A connection that failed in a call is closed unless still usable; a forked
 process starts with none (the parent's stay the parent's).
 """
@@ -26,7 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Hashable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -44,15 +36,12 @@ class Borrowed:
         self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
-        # each LangGraph thread's turn: its lock and how many calls hold or wait for it
-        self._turns: dict[Hashable, list[Any]] = {}
 
     def _take(self) -> Any:
         with self._lock:
             if self._pid != os.getpid():
                 _inherited.extend(self._idle)
                 self._idle, self._pid = [], os.getpid()
-                self._turns = {}
             if self._idle:
                 return self._idle.pop()
         wrapper = connections.create_connection(self.alias)
@@ -72,40 +61,12 @@ class Borrowed:
         wrapper.close()
 
     @contextmanager
-    def _turn(self, key: Hashable) -> Iterator[None]:
-        """Inside: the only borrowed call of ``key`` running in this process."""
-        with self._lock:
-            turn = self._turns.get(key)
-            if turn is None:
-                turn = self._turns[key] = [threading.Lock(), 0]
-            turn[1] += 1
-        try:
-            with turn[0]:
-                yield
-        finally:
-            with self._lock:
-                turn[1] -= 1
-                if not turn[1] and self._turns.get(key) is turn:
-                    del self._turns[key]
-
-    @contextmanager
-    def connection(self, key: Hashable = None) -> Iterator[None]:
-        """The calls inside on this thread's open connection, or on a lent one; the
-        lent one taken in ``key``'s turn (a LangGraph thread's id; ``None``: no turn)."""
+    def connection(self) -> Iterator[None]:
+        """The calls inside on this thread's open connection, or on a lent one."""
         own = connections[self.alias]
         if own.connection is not None or own.in_atomic_block:
             yield
             return
-        if key is None:
-            with self._lent():
-                yield
-            return
-        with self._turn(key), self._lent():
-            yield
-
-    @contextmanager
-    def _lent(self) -> Iterator[None]:
-        own = connections[self.alias]
         wrapper = self._take()
         connections[self.alias] = wrapper
         try:
@@ -115,7 +76,7 @@ class Borrowed:
             self._give(wrapper)
 
     def idle(self) -> int:
-        """How many of the saver's connections wait to be lent (open or not yet)."""
+        """How many of the saver's connections wait to be lent."""
         with self._lock:
             return len(self._idle)
 

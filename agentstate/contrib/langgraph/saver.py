@@ -232,7 +232,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config["configurable"]
-        with self.borrowed.connection(configurable["thread_id"]):
+        with self.borrowed.connection():
             stored = self.backend.checkpoint(
                 configurable["thread_id"],
                 configurable.get("checkpoint_ns", ""),
@@ -251,7 +251,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         if limit is not None and limit <= 0:
             return
         configurable = (config or {}).get("configurable", {})
-        with self.borrowed.connection(configurable.get("thread_id")):
+        with self.borrowed.connection():
             found = self.backend.checkpoints(
                 configurable.get("thread_id"),
                 configurable.get("checkpoint_ns"),
@@ -273,7 +273,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         if not channels:
             return {}
         configurable = config["configurable"]
-        with self.borrowed.connection(configurable["thread_id"]):
+        with self.borrowed.connection():
             chain = self.backend.checkpoint_history(
                 configurable["thread_id"],
                 configurable.get("checkpoint_ns", ""),
@@ -333,7 +333,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         while True:
             records, held = self._records(values, small, checkpoint["channel_versions"], on)
             body["values_held"] = sorted(held)
-            with self.borrowed.connection(thread_id):
+            with self.borrowed.connection():
                 done = self.backend.put_checkpoint(
                     thread_id,
                     checkpoint_ns,
@@ -409,7 +409,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         for idx, (channel, value) in enumerate(writes):
             key = WRITES_IDX_MAP.get(channel, idx)
             by_idx[key] = (key, channel, *self._dumps(value))
-        with self.borrowed.connection(configurable["thread_id"]):
+        with self.borrowed.connection():
             self.backend.put_checkpoint_writes(
                 configurable["thread_id"],
                 configurable.get("checkpoint_ns", ""),
@@ -427,7 +427,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
 
     def delete_thread(self, thread_id: str) -> None:
         self._forget()
-        with self.borrowed.connection(thread_id):
+        with self.borrowed.connection():
             self.backend.delete_threads([thread_id])
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
