@@ -75,6 +75,11 @@ class Borrowed:
             connections[self.alias] = own
             self._give(wrapper)
 
+    def idle(self) -> int:
+        """How many of the saver's connections wait to be lent."""
+        with self._lock:
+            return len(self._idle)
+
     def close(self) -> None:
         """Close the idle connections."""
         with self._lock:

@@ -1,0 +1,113 @@
+"""The LangGraph saver's database connections: what an invoke borrows, what it leaves open."""
+
+import operator
+import threading
+from typing import Annotated, TypedDict
+
+import pytest
+from django.db import connection, connections, transaction
+from django.db.backends.signals import connection_created
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.graph import END, START, StateGraph
+
+from agentstate.contrib.langgraph import AgentStateSaver
+from agentstate.contrib.langgraph.connections import IDLE
+from agentstate.models import Checkpoint
+
+
+class State(TypedDict):
+    log: Annotated[list[str], operator.add]
+
+
+def three_steps(saver):
+    """Three nodes one after another: four puts and three tasks' writes an invoke,
+    LangGraph's writes from its own threads."""
+    builder = StateGraph(State)
+    for name in ("first", "second", "third"):
+        builder.add_node(name, lambda state, name=name: {"log": [name]})
+    builder.add_edge(START, "first")
+    builder.add_edge("first", "second")
+    builder.add_edge("second", "third")
+    builder.add_edge("third", END)
+    return builder.compile(checkpointer=saver)
+
+
+def on_a_fresh_thread(app, thread_id):
+    """``app.invoke`` run on a new thread; its answer and whether that thread opened
+    a connection of its own."""
+    found = {}
+
+    def run():
+        found["log"] = app.invoke({"log": []}, {"configurable": {"thread_id": thread_id}})["log"]
+        found["own"] = connections["default"].connection is not None
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    return found
+
+
+class Opened:
+    """Counts the connections Django opens (``connection_created``) while inside."""
+
+    def __init__(self):
+        self.wrappers = []
+        self._lock = threading.Lock()
+
+    @property
+    def count(self):
+        return len(self.wrappers)
+
+    def _opened(self, sender, connection, **kwargs):
+        with self._lock:
+            self.wrappers.append(connection)
+
+    def __enter__(self):
+        connection_created.connect(self._opened, weak=False)
+        return self
+
+    def __exit__(self, *exc):
+        connection_created.disconnect(self._opened)
+
+
+def _backends():
+    """The server processes of this database's connections (PostgreSQL)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        return {pid for (pid,) in cursor.fetchall()}
+
+
+# LangGraph puts from its own threads: their connections commit on their own.
+@pytest.mark.django_db(transaction=True)
+def test_invokes_on_fresh_threads_borrow_the_savers_connections_and_leave_none_open():
+    """Each invoke runs its ten calls from up to five threads made for it: they
+    borrow the saver's connections, which are kept for the next invoke (not one
+    opened per thread) and closed with the saver."""
+    saver = AgentStateSaver()
+    app = three_steps(saver)
+    postgresql = connection.vendor == "postgresql"
+    before = _backends() if postgresql else set()
+    with Opened() as opened:
+        runs = [on_a_fresh_thread(app, f"fresh-{number}") for number in range(5)]
+    assert runs == [{"log": ["first", "second", "third"], "own": False}] * 5
+    assert 1 <= opened.count <= IDLE
+    assert saver.borrowed.idle() == opened.count  # every one given back, open
+    if postgresql:  # the server processes added: the saver's idle connections
+        lent = {wrapper.connection.info.backend_pid for wrapper in opened.wrappers}
+        assert _backends() - before == lent
+    saver.borrowed.close()
+    assert [wrapper.connection for wrapper in opened.wrappers] == [None] * opened.count
+    assert saver.borrowed.idle() == 0
+    assert Checkpoint.objects.filter(thread__thread_id__startswith="fresh-").count() == 25
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_inside_the_callers_atomic_block_is_in_its_transaction():
+    saver = AgentStateSaver()
+    config = {"configurable": {"thread_id": "inside", "checkpoint_ns": ""}}
+    with pytest.raises(RuntimeError), transaction.atomic():
+        saver.put(config, empty_checkpoint(), {"step": -1}, {})
+        assert saver.get_tuple(config) is not None
+        raise RuntimeError("rolled back")
+    assert saver.get_tuple(config) is None
+    assert saver.borrowed.idle() == 0  # nothing lent: the caller's connection
