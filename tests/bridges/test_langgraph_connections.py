@@ -77,6 +77,15 @@ def _backends():
         return {pid for (pid,) in cursor.fetchall()}
 
 
+def five_invokes(saver):
+    """Five invokes, each on a fresh thread; the connections Django opened meanwhile."""
+    app = three_steps(saver)
+    with Opened() as opened:
+        runs = [on_a_fresh_thread(app, f"fresh-{number}") for number in range(5)]
+    assert runs == [{"log": ["first", "second", "third"], "own": False}] * 5
+    return opened
+
+
 # LangGraph puts from its own threads: their connections commit on their own.
 @pytest.mark.django_db(transaction=True)
 def test_invokes_on_fresh_threads_borrow_the_savers_connections_and_leave_none_open():
@@ -84,21 +93,26 @@ def test_invokes_on_fresh_threads_borrow_the_savers_connections_and_leave_none_o
     borrow the saver's connections, which are kept for the next invoke (not one
     opened per thread) and closed with the saver."""
     saver = AgentStateSaver()
-    app = three_steps(saver)
-    postgresql = connection.vendor == "postgresql"
-    before = _backends() if postgresql else set()
-    with Opened() as opened:
-        runs = [on_a_fresh_thread(app, f"fresh-{number}") for number in range(5)]
-    assert runs == [{"log": ["first", "second", "third"], "own": False}] * 5
+    opened = five_invokes(saver)
     assert 1 <= opened.count <= IDLE
     assert saver.borrowed.idle() == opened.count  # every one given back, open
-    if postgresql:  # the server processes added: the saver's idle connections
-        lent = {wrapper.connection.info.backend_pid for wrapper in opened.wrappers}
-        assert _backends() - before == lent
     saver.borrowed.close()
     assert [wrapper.connection for wrapper in opened.wrappers] == [None] * opened.count
     assert saver.borrowed.idle() == 0
     assert Checkpoint.objects.filter(thread__thread_id__startswith="fresh-").count() == 25
+
+
+# Server processes are the connections' own only without a pooler between.
+@pytest.mark.postgres_only
+@pytest.mark.direct_only
+@pytest.mark.django_db(transaction=True)
+def test_the_server_processes_an_invoke_adds_are_the_savers_idle_connections():
+    saver = AgentStateSaver()
+    before = _backends()
+    opened = five_invokes(saver)
+    lent = {wrapper.connection.info.backend_pid for wrapper in opened.wrappers}
+    assert _backends() - before == lent
+    saver.borrowed.close()
 
 
 @pytest.mark.django_db(transaction=True)
