@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -32,10 +33,14 @@ from agentstate.services import waiting, wakeups
 
 from .errors import exception_handler
 
-try:  # Python 3.12+: what inspect.iscoroutinefunction looks for
-    from inspect import _is_coroutine_mark as _MARK  # type: ignore[attr-defined]
-except ImportError:  # Python 3.11: what asgiref's iscoroutinefunction looks for
-    from asyncio.coroutines import _is_coroutine as _MARK  # type: ignore[attr-defined]
+# What marks a callable as a coroutine function: for inspect.iscoroutinefunction
+# (Python 3.12+, Django 6's test of a view) its attribute _is_coroutine_marker, whose
+# value's name differs between Python releases; for asgiref's (Django 5.2 on Python
+# 3.11) its attribute _is_coroutine.
+_INSPECT_MARK = getattr(inspect, "_is_coroutine_mark", None) or getattr(
+    inspect, "_is_coroutine_marker", None
+)
+_ASYNCIO_MARK = getattr(asyncio.coroutines, "_is_coroutine", None)
 
 
 def wait_param(request: Request) -> float | None:
@@ -114,12 +119,14 @@ class Waitable:
         self.__doc__ = view_class.__doc__
         self.__module__ = view_class.__module__
 
+    # A coroutine function where an event loop runs (ASGI), else a sync view.
+    @property
+    def _is_coroutine_marker(self) -> object | None:
+        return _INSPECT_MARK if _in_event_loop() else None
+
     @property
     def _is_coroutine(self) -> object | None:
-        """A coroutine function where an event loop runs (ASGI), else a sync view."""
-        return _MARK if _in_event_loop() else None
-
-    _is_coroutine_marker = _is_coroutine
+        return _ASYNCIO_MARK if _in_event_loop() else None
 
     def __call__(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
         if _in_event_loop():
