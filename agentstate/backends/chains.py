@@ -35,6 +35,8 @@ _INT = struct.Struct(">i")
 
 # (op, channel, kind, payload, head, skip): kind and payload as ``squeezed`` made them
 Record = tuple[int, str, str, bytes, bytes, int]
+# (task_id, channel, type, bytes, task_path, idx)
+PendingWrite = tuple[str, str, str, bytes, str, int]
 
 
 def _field(out: bytearray, data: bytes) -> None:
@@ -146,10 +148,20 @@ def encode_writes(task_id: str, task_path: str, writes: Sequence[Write]) -> byte
     return bytes(out)
 
 
-def decode_writes(data: bytes | None) -> list[tuple[str, str, str, bytes, str, int]]:
-    """The pending writes, ``(task_id, channel, type, bytes, task_path, idx)``: the
-    first at each ``(task, idx)``, the last for a negative ``idx``."""
-    found: dict[tuple[str, int], tuple[str, str, str, bytes, str, int]] = {}
+def decode_writes(data: bytes | None, rows: Iterable[PendingWrite] = ()) -> list[PendingWrite]:
+    """A checkpoint's pending writes, ``(task_id, channel, type, bytes, task_path,
+    idx)``: its write rows (written before the checkpoint was stored, so first),
+    then ``data``'s; the first at each ``(task, idx)``, the last for a negative
+    ``idx``."""
+    found: dict[tuple[str, int], PendingWrite] = {}
+
+    def keep(write: PendingWrite) -> None:
+        key = (write[0], write[5])
+        if write[5] < 0 or key not in found:
+            found[key] = write
+
+    for row in rows:
+        keep(row)
     at, data = 0, data or b""
     while at < len(data):
         task, at = _read(data, at)
@@ -158,13 +170,5 @@ def decode_writes(data: bytes | None) -> list[tuple[str, str, str, bytes, str, i
         channel, at = _read(data, at + _INT.size)
         kind, at = _read(data, at)
         value, at = _read(data, at)
-        key = (task.decode(), idx)
-        if idx < 0 or key not in found:
-            found[key] = (
-                key[0],
-                channel.decode(),
-                *unpacked(kind.decode(), value),
-                path.decode(),
-                idx,
-            )
+        keep((task.decode(), channel.decode(), *unpacked(kind.decode(), value), path.decode(), idx))
     return list(found.values())

@@ -41,7 +41,7 @@ from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import interrupt  # noqa: E402
 
 from agentstate.exceptions import HistoryForked  # noqa: E402
-from agentstate.models import Checkpoint, Thread  # noqa: E402
+from agentstate.models import Checkpoint, CheckpointWrite, Thread  # noqa: E402
 from agentstate.services.sweep import sweep  # noqa: E402
 
 
@@ -109,6 +109,37 @@ def test_a_second_writer_on_the_same_parent_is_noticed():
     saver.put(root, second, {"step": 0}, {})  # marked, kept, logged
     assert Checkpoint.objects.get(checkpoint_id=second["id"]).forked
     assert not Checkpoint.objects.get(checkpoint_id=first["id"]).forked
+
+
+@pytest.mark.django_db
+def test_a_write_kept_as_a_row_and_appended_again_is_read_once():
+    """A task's writes sent while the put of their checkpoint was under way, and
+    stored as rows that put did not take in, then sent again once it was stored:
+    the checkpoint's pending writes hold each (task, idx) once, a special channel's
+    last write, any other's first."""
+    saver = AgentStateSaver()
+    stored = saver.put(config("late"), empty_checkpoint(), {"step": -1}, {})
+    checkpoint = Checkpoint.objects.get(checkpoint_id=stored["configurable"]["checkpoint_id"])
+    serde = saver.serde
+    for idx, channel, value in ((0, "a", "row"), (-3, "__interrupt__", "asked first")):
+        kind, blob = serde.dumps_typed(value)
+        CheckpointWrite.objects.create(
+            thread=checkpoint.thread,
+            checkpoint_ns="",
+            checkpoint_id=checkpoint.checkpoint_id,
+            task_id="task",
+            task_path="",
+            idx=idx,
+            channel=channel,
+            type=kind,
+            blob=blob,
+        )
+    saver.put_writes(stored, [("a", "again"), ("__interrupt__", "asked again")], "task")
+    found = saver.get_tuple(config("late"))
+    assert sorted(w[1:] for w in found.pending_writes) == [
+        ("__interrupt__", "asked again"),
+        ("a", "row"),
+    ]
 
 
 @pytest.mark.postgres_only

@@ -309,7 +309,7 @@ class CheckpointOperations(Operations):
             for thread, ns, channel, version, kind, blob in blobs:
                 if (thread, ns, channel, version) in wanted:
                     values[(thread, ns, channel, version)] = (kind, bytes(blob or b""))
-        writes: dict[tuple[int, str, str], list[tuple[str, str, str, bytes, str, int]]] = {}
+        writes: dict[tuple[int, str, str], list[chains.PendingWrite]] = {}
         pending = self.rows(CheckpointWrite).filter(
             thread_id__in=threads, checkpoint_id__in={c.checkpoint_id for c in found}
         )
@@ -359,8 +359,10 @@ class CheckpointOperations(Operations):
                     checkpoint=c.checkpoint,
                     metadata=c.metadata,
                     blobs=blobs_of,
-                    writes=writes.get((c.thread_id, c.checkpoint_ns, c.checkpoint_id), [])
-                    + chains.decode_writes(None if c.writes is None else bytes(c.writes)),
+                    writes=chains.decode_writes(
+                        None if c.writes is None else bytes(c.writes),
+                        writes.get((c.thread_id, c.checkpoint_ns, c.checkpoint_id), []),
+                    ),
                 )
             )
         return stored

@@ -137,11 +137,13 @@ def _stored(
             (channel, kind, bytes(blob))
             for channel, kind, blob in zip(channels or [], types or [], blobs or [], strict=True)
         ],
-        writes=[
-            (task, channel, kind, bytes(blob), path, i)
-            for task, channel, kind, blob, path, i in zip(
-                tasks, write_channels, write_types, write_blobs, paths, idx, strict=True
-            )
-        ]
-        + chains.decode_writes(bytes(written) if written is not None else None),
+        writes=chains.decode_writes(
+            bytes(written) if written is not None else None,
+            [
+                (task, channel, kind, bytes(blob), path, i)
+                for task, channel, kind, blob, path, i in zip(
+                    tasks, write_channels, write_types, write_blobs, paths, idx, strict=True
+                )
+            ],
+        ),
     )

@@ -25,6 +25,11 @@ BEGIN
     RETURN tid;
 END $$;
 
+-- The advisory lock class of the puts of a thread (keyed by hashtext of its id):
+-- "agth". A shared hold of it waits for the thread's put under way, if any.
+CREATE FUNCTION agentstate_put_lock() RETURNS integer
+LANGUAGE sql IMMUTABLE AS $$ SELECT 1634169960 $$;
+
 -- A text as agentstate.backends.chains writes it: its length in UTF-8, then it.
 CREATE FUNCTION agentstate_chain_field(p_text text) RETURNS bytea
 LANGUAGE sql IMMUTABLE AS $$
@@ -37,6 +42,9 @@ $$;
 -- refused with p_refuse. A base not stored (deleted since the saver wrote on it)
 -- writes nothing and answers rebase: the saver puts a snapshot instead.
 --
+-- A put holds its thread's put lock (agentstate_put_lock) until it ends, so that a
+-- task's writes arriving while it is under way wait for it (below).
+--
 -- This function and agentstate_checkpoint, the hot path, keep one plan for each of
 -- their statements (plan_cache_mode): with the default, PL/pgSQL plans most of them
 -- again on every call, since a plan for the call's values looks cheaper than the
@@ -48,11 +56,13 @@ CREATE FUNCTION agentstate_put_checkpoint(
 ) RETURNS jsonb
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-    v_thread bigint := agentstate_touch_thread(p_thread);
+    v_thread bigint;
     v_sibling text;
     v_step text := p_metadata ->> 'step';
     v_writes bytea;
 BEGIN
+    PERFORM pg_advisory_xact_lock(agentstate_put_lock(), hashtext(p_thread));
+    v_thread := agentstate_touch_thread(p_thread);
     IF p_parent IS NULL THEN
         SELECT checkpoint_id INTO v_sibling FROM agentstate_checkpoint
         WHERE thread_id = v_thread AND checkpoint_ns = p_ns AND parent_checkpoint_id IS NULL
@@ -107,10 +117,14 @@ END $$;
 -- A task's pending writes (p_writes: agentstate.backends.chains' form of the arrays),
 -- appended to its checkpoint's row, which is locked (the tasks of one step queue on
 -- it for the moment of the update); a call already appended is not appended again,
--- unless it writes a special channel (negative idx), whose last write is kept. A
--- checkpoint not stored yet (LangGraph may put a step's writes before it) keeps them
--- as rows, one per write, as earlier releases did, until its put takes them in: a
--- special channel's replaces the stored one, any other is kept as first written.
+-- unless it writes a special channel (negative idx), whose last write is kept.
+--
+-- LangGraph may send a step's writes while the put of its checkpoint is under way:
+-- they wait for that put to end (its put lock, taken and given back at once, so
+-- that the thread's next put never waits for them), then join its row. A
+-- checkpoint not stored yet keeps them as rows, one per write, as earlier releases
+-- did, until its put takes them in: a special channel's replaces the stored one,
+-- any other is kept as first written. Nothing here locks the thread's row.
 CREATE FUNCTION agentstate_put_checkpoint_writes(
     p_thread text, p_ns text, p_id text, p_task text, p_path text, p_writes bytea,
     p_idx integer[], p_channels text[], p_types text[], p_blobs bytea[]
@@ -123,15 +137,21 @@ DECLARE
 BEGIN
     SELECT id INTO v_thread FROM agentstate_thread WHERE thread_id = p_thread;
     IF v_thread IS NULL THEN
-        v_thread := agentstate_touch_thread(p_thread);
+        -- made by a put under way: this waits for it to end
+        INSERT INTO agentstate_thread AS t (thread_id, created_at, updated_at)
+        VALUES (p_thread, now(), now())
+        ON CONFLICT (thread_id) DO NOTHING
+        RETURNING t.id INTO v_thread;
+        IF v_thread IS NULL THEN
+            SELECT id INTO v_thread FROM agentstate_thread WHERE thread_id = p_thread;
+        END IF;
     END IF;
     SELECT c.id, c.writes INTO v_row, v_writes FROM agentstate_checkpoint c
     WHERE c.thread_id = v_thread AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id
     FOR NO KEY UPDATE;
     IF v_row IS NULL THEN
-        -- a put of the checkpoint under way holds the thread's row: wait for it to
-        -- end, and a put that starts now waits for these rows, which it takes in
-        PERFORM FROM agentstate_thread WHERE id = v_thread FOR SHARE;
+        PERFORM pg_advisory_lock_shared(agentstate_put_lock(), hashtext(p_thread));
+        PERFORM pg_advisory_unlock_shared(agentstate_put_lock(), hashtext(p_thread));
         SELECT c.id, c.writes INTO v_row, v_writes FROM agentstate_checkpoint c
         WHERE c.thread_id = v_thread AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id
         FOR NO KEY UPDATE;
