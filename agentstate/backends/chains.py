@@ -150,8 +150,8 @@ def encode_writes(task_id: str, task_path: str, writes: Sequence[Write]) -> byte
 
 def decode_writes(data: bytes | None, rows: Iterable[PendingWrite] = ()) -> list[PendingWrite]:
     """A checkpoint's pending writes, ``(task_id, channel, type, bytes, task_path,
-    idx)``: its write rows (written before the checkpoint was stored, so first),
-    then ``data``'s; the first at each ``(task, idx)``, the last for a negative
+    idx)``: its write rows (written before the checkpoint was stored, so first;
+    their values as stored, compressed or not), then ``data``'s; the first at each ``(task, idx)``, the last for a negative
     ``idx``."""
     found: dict[tuple[str, int], PendingWrite] = {}
 
@@ -160,8 +160,8 @@ def decode_writes(data: bytes | None, rows: Iterable[PendingWrite] = ()) -> list
         if write[5] < 0 or key not in found:
             found[key] = write
 
-    for row in rows:
-        keep(row)
+    for task, channel, kind, value, path, idx in rows:
+        keep((task, channel, *unpacked(kind, value), path, idx))
     at, data = 0, data or b""
     while at < len(data):
         task, at = _read(data, at)

@@ -142,6 +142,26 @@ def test_a_write_kept_as_a_row_and_appended_again_is_read_once():
     ]
 
 
+@pytest.mark.django_db
+def test_writes_sent_before_their_checkpoint_join_it_when_it_is_put():
+    """LangGraph may send a step's writes before the put of its checkpoint: they
+    wait as rows, every field as sent, and the put takes them in."""
+    saver = AgentStateSaver()
+    root = saver.put(config("early"), empty_checkpoint(), {"step": -1}, {})
+    child = {**empty_checkpoint(), "id": "1f0a0000-0000-6000-8000-0000000000e1"}
+    early = {"configurable": {**root["configurable"], "checkpoint_id": child["id"]}}
+    saver.put_writes(early, [("a", "ünï"), ("__interrupt__", {"asked": [1, 2]})], "tâsk", "~path")
+    saver.put_writes(early, [("__interrupt__", "asked again")], "tâsk", "~path")
+    assert CheckpointWrite.objects.filter(checkpoint_id=child["id"]).count() == 2
+    saver.put(root, child, {"step": 0}, {})
+    assert not CheckpointWrite.objects.filter(checkpoint_id=child["id"]).exists()
+    found = saver.get_tuple(early)
+    assert sorted(found.pending_writes) == [
+        ("tâsk", "__interrupt__", "asked again"),
+        ("tâsk", "a", "ünï"),
+    ]
+
+
 @pytest.mark.postgres_only
 @pytest.mark.django_db
 def test_the_hot_path_is_one_round_trip_each_on_postgresql():

@@ -63,13 +63,8 @@ class CheckpointOperations(ORMCheckpointOperations):
             p_thread=thread_id,
             p_ns=checkpoint_ns,
             p_id=checkpoint_id,
-            p_task=task_id,
-            p_path=task_path,
             p_writes=chains.encode_writes(task_id, task_path, writes),
-            p_idx=Array([w[0] for w in writes], "integer"),
-            p_channels=Array([w[1] for w in writes], "text"),
-            p_types=Array([w[2] for w in writes], "text"),
-            p_blobs=Array([w[3] for w in writes], "bytea"),
+            p_special=any(w[0] < 0 for w in writes),
         )
 
     def checkpoint(

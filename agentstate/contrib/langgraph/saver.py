@@ -142,7 +142,7 @@ def _stored_body(rest: dict[str, Any]) -> dict[str, Any]:
             node: {channel: _compact(version) for channel, version in seen.items()}
             for node, seen in body["versions_seen"].items()
         }
-    return cast(dict[str, Any], json.loads(json.dumps(body)))
+    return body
 
 
 def _put_body(stored: StoredCheckpoint) -> dict[str, Any]:

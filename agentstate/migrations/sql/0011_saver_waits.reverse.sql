@@ -1,4 +1,6 @@
--- 0011_saver_waits, undone: the functions as the migrations before it left them.
+-- 0011, undone: the functions as the migrations before it left them.
+
+DROP FUNCTION agentstate_put_checkpoint_writes(text, text, text, bytea, boolean);
 
 -- A checkpoint with its channel values (agentstate.backends.chains: p_values as
 -- records on those of p_base, a checkpoint of the namespace; none: a snapshot);
@@ -130,3 +132,5 @@ BEGIN
 END $$;
 
 DROP FUNCTION agentstate_put_lock;
+
+DROP FUNCTION agentstate_chain_writes;

@@ -1,12 +1,47 @@
--- 0011: a task's writes that arrive while the put of their checkpoint is under
--- way wait for that put alone (its put lock, an advisory lock taken and given back
--- at once), never holding the thread's row: the thread's next put does not wait
--- for them.
+-- 0011: a task's writes go to the database once, in agentstate.backends.chains'
+-- form (decoded there when they become rows); those that arrive while the put of
+-- their checkpoint is under way wait for that put alone (its put lock, an advisory
+-- lock taken and given back at once), never holding the thread's row: the
+-- thread's next put does not wait for them.
+
+DROP FUNCTION agentstate_put_checkpoint_writes(
+    text, text, text, text, text, bytea, integer[], text[], text[], bytea[]);
 
 -- The advisory lock class of the puts of a thread (keyed by hashtext of its id):
 -- "agth". A shared hold of it waits for the thread's put under way, if any.
 CREATE OR REPLACE FUNCTION agentstate_put_lock() RETURNS integer
 LANGUAGE sql IMMUTABLE AS $$ SELECT 1634169960 $$;
+
+-- A task's pending writes as agentstate.backends.chains writes them, as rows: its
+-- fields each a length (int4) then its bytes, the idx an int4.
+CREATE OR REPLACE FUNCTION agentstate_chain_writes(p_writes bytea)
+RETURNS TABLE (task_id text, task_path text, idx integer, channel text, type text, blob bytea)
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+    v_at integer := 1;
+    v_size integer;
+BEGIN
+    WHILE v_at <= length(p_writes) LOOP
+        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
+        task_id := convert_from(substring(p_writes FROM v_at + 4 FOR v_size), 'UTF8');
+        v_at := v_at + 4 + v_size;
+        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
+        task_path := convert_from(substring(p_writes FROM v_at + 4 FOR v_size), 'UTF8');
+        v_at := v_at + 4 + v_size;
+        idx := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
+        v_at := v_at + 4;
+        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
+        channel := convert_from(substring(p_writes FROM v_at + 4 FOR v_size), 'UTF8');
+        v_at := v_at + 4 + v_size;
+        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
+        type := convert_from(substring(p_writes FROM v_at + 4 FOR v_size), 'UTF8');
+        v_at := v_at + 4 + v_size;
+        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
+        blob := substring(p_writes FROM v_at + 4 FOR v_size);
+        v_at := v_at + 4 + v_size;
+        RETURN NEXT;
+    END LOOP;
+END $$;
 
 -- A checkpoint with its channel values (agentstate.backends.chains: p_values as
 -- records on those of p_base, a checkpoint of the namespace; none: a snapshot);
@@ -86,20 +121,20 @@ BEGIN
     RETURN jsonb_build_object('forked', v_sibling IS NOT NULL);
 END $$;
 
--- A task's pending writes (p_writes: agentstate.backends.chains' form of the arrays),
--- appended to its checkpoint's row, which is locked (the tasks of one step queue on
--- it for the moment of the update); a call already appended is not appended again,
--- unless it writes a special channel (negative idx), whose last write is kept.
+-- A task's pending writes (p_writes, in agentstate.backends.chains' form; p_special:
+-- whether one writes a special channel, a negative idx), appended to its
+-- checkpoint's row, which is locked (the tasks of one step queue on it for the
+-- moment of the update); a call already appended is not appended again, unless it
+-- writes a special channel, whose last write is kept.
 --
 -- LangGraph may send a step's writes while the put of its checkpoint is under way:
 -- they wait for that put to end (its put lock, taken and given back at once, so
 -- that the thread's next put never waits for them), then join its row. A
--- checkpoint not stored yet keeps them as rows, one per write, as earlier releases
--- did, until its put takes them in: a special channel's replaces the stored one,
--- any other is kept as first written. Nothing here locks the thread's row.
+-- checkpoint not stored yet keeps them as rows, one per write, until its put takes
+-- them in: a special channel's replaces the stored one, any other is kept as first
+-- written. Nothing here locks the thread's row.
 CREATE OR REPLACE FUNCTION agentstate_put_checkpoint_writes(
-    p_thread text, p_ns text, p_id text, p_task text, p_path text, p_writes bytea,
-    p_idx integer[], p_channels text[], p_types text[], p_blobs bytea[]
+    p_thread text, p_ns text, p_id text, p_writes bytea, p_special boolean
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -129,7 +164,7 @@ BEGIN
         FOR NO KEY UPDATE;
     END IF;
     IF v_row IS NOT NULL THEN
-        IF v_writes IS NULL OR position(p_writes IN v_writes) = 0 OR 0 > ANY (p_idx) THEN
+        IF v_writes IS NULL OR position(p_writes IN v_writes) = 0 OR p_special THEN
             UPDATE agentstate_checkpoint SET writes = coalesce(writes, ''::bytea) || p_writes
             WHERE id = v_row;
         END IF;
@@ -137,17 +172,11 @@ BEGIN
     END IF;
     INSERT INTO agentstate_checkpointwrite
         (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
-    SELECT v_thread, p_ns, p_id, p_task, p_path, x.idx, x.channel, x.type, x.blob
-    FROM unnest(p_idx, p_channels, p_types, p_blobs) AS x(idx, channel, type, blob)
-    WHERE x.idx >= 0
-    ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO NOTHING;
-    INSERT INTO agentstate_checkpointwrite
-        (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
-    SELECT v_thread, p_ns, p_id, p_task, p_path, x.idx, x.channel, x.type, x.blob
-    FROM unnest(p_idx, p_channels, p_types, p_blobs) AS x(idx, channel, type, blob)
-    WHERE x.idx < 0
+    SELECT v_thread, p_ns, p_id, x.task_id, x.task_path, x.idx, x.channel, x.type, x.blob
+    FROM agentstate_chain_writes(p_writes) AS x
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
         channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob,
-        task_path = EXCLUDED.task_path;
+        task_path = EXCLUDED.task_path
+    WHERE EXCLUDED.idx < 0;
     RETURN '{}'::jsonb;
 END $$;
