@@ -141,7 +141,13 @@ def call_rows(alias: str, function: str, **params: Any) -> list[tuple[Any, ...]]
 
 
 def _arguments(params: dict[str, Any]) -> str:
-    return ", ".join(f"{name} => {_placeholder(arg)}" for name, arg in params.items())
+    return _named(tuple((name, _placeholder(arg)) for name, arg in params.items()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _named(arguments: tuple[tuple[str, str], ...]) -> str:
+    """A call's argument list, made once per shape of call."""
+    return ", ".join(f"{name} => {placeholder}" for name, placeholder in arguments)
 
 
 def _params(params: dict[str, Any]) -> list[Any]:

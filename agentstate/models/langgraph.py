@@ -86,9 +86,14 @@ class Checkpoint(models.Model):
             ),
         ]
         indexes = [
-            # what a put looks up: the children of its parent (a fork when there is one)
+            # what a put looks up: the children of its parent (a fork when there is one).
+            # Over the checkpoints that have a parent only, so that it cannot serve a
+            # lookup by checkpoint id: with its thread and namespace first, a generic
+            # plan (which PL/pgSQL keeps) would find it as cheap as the unique key's
+            # and scan the whole thread (MySQL and MariaDB index every row)
             TextPrefixIndex(
                 fields=["thread", "checkpoint_ns", "parent_checkpoint_id"],
+                condition=models.Q(parent_checkpoint_id__isnull=False),
                 name="agentstate_checkpoint_parent",
             ),
             where_set("run_id", "agentstate_checkpoint_run"),

@@ -2,7 +2,8 @@
 -- form (decoded there when they become rows); those that arrive while the put of
 -- their checkpoint is under way wait for that put alone (its put lock, an advisory
 -- lock taken and given back at once), never holding the thread's row: the
--- thread's next put does not wait for them.
+-- thread's next put does not wait for them. A read finds each base of a
+-- checkpoint by its key.
 
 DROP FUNCTION agentstate_put_checkpoint_writes(
     text, text, text, text, text, bytea, integer[], text[], text[], bytea[]);
@@ -179,4 +180,124 @@ BEGIN
         task_path = EXCLUDED.task_path
     WHERE EXCLUDED.idx < 0;
     RETURN '{}'::jsonb;
+END $$;
+
+-- The values of a checkpoint's bases (agentstate.backends.chains), from p_base up
+-- its bases to the snapshot, nearest first. PL/pgSQL, so that its plan is kept (a
+-- function in SQL with a WITH is planned again on every call).
+CREATE OR REPLACE FUNCTION agentstate_checkpoint_chain(p_thread bigint, p_ns text, p_base text)
+RETURNS bytea[]
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    v_chain bytea[];
+BEGIN
+    WITH RECURSIVE chain AS (
+        SELECT x.base_checkpoint_id, x.values, 1 AS depth FROM agentstate_checkpoint x
+        WHERE x.thread_id = p_thread AND x.checkpoint_ns = p_ns AND x.checkpoint_id = p_base
+        UNION ALL
+        -- each base by its key (LIMIT 1 keeps the lookup from becoming a join that
+        -- scans the thread's checkpoints once per base)
+        SELECT x.base_checkpoint_id, x.values, chain.depth + 1
+        FROM chain CROSS JOIN LATERAL (
+            SELECT b.base_checkpoint_id, b.values FROM agentstate_checkpoint b
+            WHERE b.thread_id = p_thread AND b.checkpoint_ns = p_ns
+              AND b.checkpoint_id = chain.base_checkpoint_id
+            LIMIT 1
+        ) x
+        WHERE chain.depth < 64
+    )
+    SELECT array_agg(chain.values ORDER BY chain.depth) INTO v_chain FROM chain;
+    RETURN v_chain;
+END $$;
+
+-- A checkpoint (p_id NULL: the namespace's latest) with its channel values (its
+-- own, its bases' nearest first) and pending writes; no row when there is none.
+-- A checkpoint of an earlier release has its values and writes in rows, returned
+-- as parallel arrays: a channel whose value is in the checkpoint's own JSON
+-- (channel_values) has no row to look up; each other is one lookup by its key.
+CREATE OR REPLACE FUNCTION agentstate_checkpoint(p_thread text, p_ns text, p_id text)
+RETURNS TABLE (
+    checkpoint_id text, parent_checkpoint_id text, checkpoint jsonb, metadata jsonb,
+    "values" bytea, chain bytea[], writes bytea,
+    blob_channels text[], blob_types text[], blobs bytea[],
+    write_tasks text[], write_channels text[], write_types text[], write_blobs bytea[],
+    write_paths text[], write_idx integer[]
+)
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    c agentstate_checkpoint%ROWTYPE;
+    v_chain bytea[];
+BEGIN
+    IF p_id IS NULL THEN
+        SELECT cp.* INTO c FROM agentstate_checkpoint cp
+        WHERE cp.thread_id = (SELECT t.id FROM agentstate_thread t WHERE t.thread_id = p_thread)
+          AND cp.checkpoint_ns = p_ns
+        ORDER BY cp.checkpoint_id DESC LIMIT 1;
+    ELSE
+        SELECT cp.* INTO c FROM agentstate_checkpoint cp
+        WHERE cp.thread_id = (SELECT t.id FROM agentstate_thread t WHERE t.thread_id = p_thread)
+          AND cp.checkpoint_ns = p_ns AND cp.checkpoint_id = p_id;
+    END IF;
+    IF c.id IS NULL THEN
+        RETURN;
+    END IF;
+    IF c.values IS NOT NULL THEN
+        -- the bases' values read here, not by a call of agentstate_checkpoint_chain
+        IF c.base_checkpoint_id IS NOT NULL THEN
+            WITH RECURSIVE bases AS (
+                SELECT x.base_checkpoint_id, x.values, 1 AS depth FROM agentstate_checkpoint x
+                WHERE x.thread_id = c.thread_id AND x.checkpoint_ns = c.checkpoint_ns
+                  AND x.checkpoint_id = c.base_checkpoint_id
+                UNION ALL
+                -- each base by its key (as agentstate_checkpoint_chain)
+                SELECT x.base_checkpoint_id, x.values, bases.depth + 1
+                FROM bases CROSS JOIN LATERAL (
+                    SELECT b.base_checkpoint_id, b.values FROM agentstate_checkpoint b
+                    WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns
+                      AND b.checkpoint_id = bases.base_checkpoint_id
+                    LIMIT 1
+                ) x
+                WHERE bases.depth < 64
+            )
+            SELECT array_agg(bases.values ORDER BY bases.depth) INTO v_chain FROM bases;
+        END IF;
+        RETURN QUERY
+        SELECT c.checkpoint_id::text, c.parent_checkpoint_id::text, c.checkpoint, c.metadata,
+               c.values, v_chain, c.writes, NULL::text[], NULL::text[], NULL::bytea[],
+               w.tasks, w.channels, w.types, w.blobs, w.paths, w.idx
+        FROM (
+            SELECT array_agg(wr.task_id::text) AS tasks,
+                   array_agg(wr.channel::text) AS channels, array_agg(wr.type::text) AS types,
+                   array_agg(wr.blob) AS blobs, array_agg(wr.task_path) AS paths,
+                   array_agg(wr.idx) AS idx
+            FROM agentstate_checkpointwrite wr
+            WHERE wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns
+              AND wr.checkpoint_id = c.checkpoint_id
+        ) w;
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT c.checkpoint_id::text, c.parent_checkpoint_id::text, c.checkpoint, c.metadata,
+           c.values, NULL::bytea[], c.writes,
+           b.channels, b.types, b.blobs,
+           w.tasks, w.channels, w.types, w.blobs, w.paths, w.idx
+    FROM (
+        SELECT array_agg(bl.channel) AS channels, array_agg(bl.type) AS types,
+               array_agg(bl.blob) AS blobs
+        FROM jsonb_each_text(c.checkpoint -> 'channel_versions') AS v(channel, version)
+        CROSS JOIN LATERAL (
+            SELECT x.channel::text, x.type::text, x.blob FROM agentstate_checkpointblob x
+            WHERE x.thread_id = c.thread_id AND x.checkpoint_ns = c.checkpoint_ns
+              AND x.channel = v.channel AND x.version = v.version AND x.type <> 'empty'
+            LIMIT 1
+        ) bl
+        WHERE NOT coalesce(c.checkpoint -> 'channel_values' ? v.channel, false)
+    ) b, (
+        SELECT array_agg(wr.task_id::text) AS tasks, array_agg(wr.channel::text) AS channels,
+               array_agg(wr.type::text) AS types, array_agg(wr.blob) AS blobs,
+               array_agg(wr.task_path) AS paths, array_agg(wr.idx) AS idx
+        FROM agentstate_checkpointwrite wr
+        WHERE wr.thread_id = c.thread_id AND wr.checkpoint_ns = c.checkpoint_ns
+          AND wr.checkpoint_id = c.checkpoint_id
+    ) w;
 END $$;

@@ -218,10 +218,15 @@ BEGIN
         SELECT x.base_checkpoint_id, x.values, 1 AS depth FROM agentstate_checkpoint x
         WHERE x.thread_id = p_thread AND x.checkpoint_ns = p_ns AND x.checkpoint_id = p_base
         UNION ALL
+        -- each base by its key (LIMIT 1 keeps the lookup from becoming a join that
+        -- scans the thread's checkpoints once per base)
         SELECT x.base_checkpoint_id, x.values, chain.depth + 1
-        FROM chain JOIN agentstate_checkpoint x
-          ON x.thread_id = p_thread AND x.checkpoint_ns = p_ns
-         AND x.checkpoint_id = chain.base_checkpoint_id
+        FROM chain CROSS JOIN LATERAL (
+            SELECT b.base_checkpoint_id, b.values FROM agentstate_checkpoint b
+            WHERE b.thread_id = p_thread AND b.checkpoint_ns = p_ns
+              AND b.checkpoint_id = chain.base_checkpoint_id
+            LIMIT 1
+        ) x
         WHERE chain.depth < 64
     )
     SELECT array_agg(chain.values ORDER BY chain.depth) INTO v_chain FROM chain;
@@ -267,10 +272,14 @@ BEGIN
                 WHERE x.thread_id = c.thread_id AND x.checkpoint_ns = c.checkpoint_ns
                   AND x.checkpoint_id = c.base_checkpoint_id
                 UNION ALL
+                -- each base by its key (as agentstate_checkpoint_chain)
                 SELECT x.base_checkpoint_id, x.values, bases.depth + 1
-                FROM bases JOIN agentstate_checkpoint x
-                  ON x.thread_id = c.thread_id AND x.checkpoint_ns = c.checkpoint_ns
-                 AND x.checkpoint_id = bases.base_checkpoint_id
+                FROM bases CROSS JOIN LATERAL (
+                    SELECT b.base_checkpoint_id, b.values FROM agentstate_checkpoint b
+                    WHERE b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns
+                      AND b.checkpoint_id = bases.base_checkpoint_id
+                    LIMIT 1
+                ) x
                 WHERE bases.depth < 64
             )
             SELECT array_agg(bases.values ORDER BY bases.depth) INTO v_chain FROM bases;
