@@ -115,7 +115,11 @@ def measure(op, calls: int) -> dict:
     for name, (n, total, own) in after.items():
         n0, total0, own0 = before.get(name, (0, 0.0, 0.0))
         if n > n0:
-            per[name] = ((n - n0) / done, (total - total0) * 1000 / done, (own - own0) * 1000 / done)
+            per[name] = (
+                (n - n0) / done,
+                (total - total0) * 1000 / done,
+                (own - own0) * 1000 / done,
+            )
     # the outermost function: the largest total per call
     outer = max(per.values(), key=lambda v: v[1])[1] if per else None
     return {

@@ -158,16 +158,13 @@ DECLARE
     shared agentstate_budget;
     over text;
 BEGIN
-    SELECT counter.name INTO over
-    FROM (VALUES (1, 'requests', rn.requests, p_requests),
-                 (2, 'input_tokens', rn.input_tokens, p_input),
-                 (3, 'output_tokens', rn.output_tokens, p_output),
-                 (4, 'total_tokens', rn.total_tokens, p_total),
-                 (5, 'cached_tokens', rn.cached_tokens, p_cached),
-                 (6, 'reasoning_tokens', rn.reasoning_tokens, p_reasoning))
-         AS counter (n, name, held, added)
-    WHERE counter.held > top - counter.added
-    ORDER BY counter.n LIMIT 1;
+    -- the first counter, in this order, that the add would take past top
+    over := CASE WHEN rn.requests > top - p_requests THEN 'requests'
+                 WHEN rn.input_tokens > top - p_input THEN 'input_tokens'
+                 WHEN rn.output_tokens > top - p_output THEN 'output_tokens'
+                 WHEN rn.total_tokens > top - p_total THEN 'total_tokens'
+                 WHEN rn.cached_tokens > top - p_cached THEN 'cached_tokens'
+                 WHEN rn.reasoning_tokens > top - p_reasoning THEN 'reasoning_tokens' END;
     IF over IS NOT NULL THEN
         RETURN agentstate_refuse('UsageOverflow', jsonb_build_object('field', over));
     END IF;
@@ -403,6 +400,7 @@ DECLARE
     req agentstate_approvalrequest;
     rl agentstate_approvalrule;
     due timestamptz;
+    pol record;
     pol_id bigint;
     pol_approve boolean;
     pol_reason text;
@@ -422,8 +420,10 @@ BEGIN
     SELECT r.approved_always IS TRUE OR r.rejected_always IS TRUE INTO permanent
     FROM agentstate_approvalrecord r WHERE r.run_id = rn.id AND r.tool_name = p_tool;
     IF decided IS NULL THEN
-        SELECT d.policy_id, d.approve, d.reason INTO pol_id, pol_approve, pol_reason
-        FROM agentstate_deciding_policy(rn, p_tool, p_arguments) AS d;
+        pol := agentstate_deciding_policy(rn, p_tool, p_arguments);  -- no function scan
+        pol_id := pol.policy_id;
+        pol_approve := pol.approve;
+        pol_reason := pol.reason;
         decided := pol_approve;
     END IF;
     -- The tool's rule as it stands now (shared lock: a change of it waits), copied.
