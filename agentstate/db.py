@@ -156,9 +156,27 @@ def _params(params: dict[str, Any]) -> list[Any]:
         if isinstance(a, Json)
         else a.values
         if isinstance(a, Array)
+        else _text_array(a)
+        if isinstance(a, list)
         else a
         for a in params.values()
     ]
+
+
+def _text_array(values: list[Any]) -> str:
+    """A list as the text of a ``text[]`` (each element quoted, ``None`` as NULL),
+    which the statement casts: cheaper than the driver's own adaptation of a list,
+    which looks for the dumper of its elements on every call."""
+    return (
+        "{"
+        + ",".join(
+            "NULL"
+            if value is None
+            else '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+            for value in values
+        )
+        + "}"
+    )
 
 
 def _run(alias: str, sql: str, params: list[Any], every: bool = False) -> Any:
@@ -215,27 +233,65 @@ def _preparing() -> Any:
 
 def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
     """A ``model`` instance from a row as JSON (PostgreSQL's ``to_jsonb(row)``),
-    each column through its field's ``to_python``; keys that are no column
-    become attributes (``current_status``, say)."""
-    fields = _columns(model)
-    values = {}
-    extras = {}
+    each column through its field's ``to_python`` (but where that gives JSON's
+    value back: ``_reading``); keys that are no column become attributes
+    (``current_status``, say). Built as ``Model.from_db`` builds it, but with no
+    model signal listened to, the values go straight into the instance, as
+    ``Columns.builder`` does; the columns a row lacks are deferred."""
+    fields = _reading(model)
+    if signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+        values = {}
+        extras = {}
+        for key, value in row.items():
+            read = fields.get(key)
+            if read is None:
+                extras[key] = value
+            else:
+                values[read[0]] = None if value is None else read[2].to_python(value)
+        names = [f.attname for f in model._meta.concrete_fields]
+        instance = model.from_db(alias, names, [values.get(name, DEFERRED) for name in names])
+        instance.__dict__.update(extras)
+        return instance
+    instance = model.__new__(model)
+    attributes = instance.__dict__
     for key, value in row.items():
-        field = fields.get(key)
-        if field is None:
-            extras[key] = value
+        read = fields.get(key)
+        if read is None:
+            attributes[key] = value
         else:
-            values[field.attname] = None if value is None else field.to_python(value)
-    names = [f.attname for f in model._meta.concrete_fields]
-    instance = model.from_db(alias, names, [values.get(name, DEFERRED) for name in names])
-    instance.__dict__.update(extras)
+            attname, parse, _ = read
+            attributes[attname] = value if value is None or parse is None else parse(value)
+    state = instance._state = ModelState()
+    state.adding, state.db = False, alias
     return instance
 
 
+# The fields' to_python that give a value as JSON has it back (a string of a
+# CharField, a number of an IntegerField, ...): from_json skips them.
+_AS_JSON = frozenset(
+    {
+        models.Field.to_python,
+        models.CharField.to_python,
+        models.TextField.to_python,
+        models.IntegerField.to_python,
+        models.BooleanField.to_python,
+    }
+)
+
+
 @functools.cache
-def _columns(model: type[models.Model]) -> dict[str, models.Field]:
-    # A concrete field is one with a column.
-    return {cast(str, field.column): field for field in model._meta.concrete_fields}
+def _reading(model: type[models.Model]) -> dict[str, tuple[str, Any, models.Field]]:
+    """Each concrete field (one with a column) by its column: its attribute's name,
+    the ``to_python`` from_json calls (``None``: none needed) and the field."""
+
+    def parse(field: models.Field) -> Any:
+        target = field.target_field if isinstance(field, models.ForeignKey) else field
+        return None if type(target).to_python in _AS_JSON else field.to_python
+
+    return {
+        cast(str, field.column): (field.attname, parse(field), field)
+        for field in model._meta.concrete_fields
+    }
 
 
 class Columns:

@@ -40,15 +40,18 @@ BEGIN
 END $$;
 
 -- The scope's id, created if needed, its row locked FOR KEY SHARE so that it
--- cannot be deleted before this transaction adds a variable to it.
+-- cannot be deleted before this transaction adds a variable to it. The id is
+-- looked up first, then its row locked: a function in the locking statement's
+-- WHERE would be called for every row a sequential scan reads (the plan the
+-- planner picks while the table is small).
 CREATE FUNCTION agentstate_ensure_scope(p_key text, p_owner bigint) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
     found_id bigint;
 BEGIN
     LOOP
-        SELECT id INTO found_id FROM agentstate_scope
-        WHERE id = agentstate_scope_id(p_key, p_owner) FOR KEY SHARE;
+        found_id := agentstate_scope_id(p_key, p_owner);
+        SELECT id INTO found_id FROM agentstate_scope WHERE id = found_id FOR KEY SHARE;
         IF found_id IS NOT NULL THEN
             RETURN found_id;
         END IF;
@@ -352,8 +355,8 @@ DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint;
 BEGIN
-    SELECT id INTO sid FROM agentstate_scope
-    WHERE id = agentstate_scope_id(p_scope, who) FOR UPDATE;
+    sid := agentstate_scope_id(p_scope, who);  -- then its row (agentstate_ensure_scope)
+    SELECT id INTO sid FROM agentstate_scope WHERE id = sid FOR UPDATE;
     IF sid IS NULL THEN
         RETURN agentstate_refuse('ScopeNotFound', jsonb_build_object('scope', p_scope));
     END IF;

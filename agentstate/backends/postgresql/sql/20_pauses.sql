@@ -11,9 +11,10 @@
 
 -- A time as event details hold it: PostgreSQL's JSON form of the time in UTC
 -- (microseconds without trailing zeros), whatever the session's time zone;
--- agentstate.events.json_time writes the same.
+-- agentstate.events.json_time writes the same. STABLE, as to_jsonb is, so that
+-- the planner inlines it (an IMMUTABLE function calling a STABLE one is called).
 CREATE FUNCTION agentstate_json_time(p_time timestamptz) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql STABLE AS $$
     SELECT (to_jsonb(p_time AT TIME ZONE 'UTC') #>> '{}') || '+00:00'
 $$;
 

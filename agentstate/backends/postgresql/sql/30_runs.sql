@@ -44,23 +44,29 @@ BEGIN
     RETURN found_run;
 END $$;
 
--- One side of a record: its flag, or the call ids decided so, in order.
-CREATE FUNCTION agentstate_side(p_record bigint, p_flag boolean, p_decision text) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    SELECT coalesce(to_jsonb(p_flag), (
-        SELECT coalesce(jsonb_agg(c.call_id ORDER BY c.id), '[]') FROM agentstate_approvalcall c
-        WHERE c.record_id = p_record AND c.decision = p_decision))
-$$;
-
--- The run's records, [[tool_name, record], ...] by tool name.
+-- The run's records, [[tool_name, record], ...] by tool name; a record's side
+-- is its flag, or the call ids decided so, in order.
+--
+-- This function and the other reads of 30_runs.sql and 35_policies.sql that
+-- query tables are PL/pgSQL, which keeps each statement's plan for the session:
+-- an SQL function is planned again on every call unless the planner inlines
+-- it, and it inlines no scalar function whose body has a FROM or a subquery.
 CREATE FUNCTION agentstate_records_of(p_run bigint) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    SELECT coalesce(jsonb_agg(jsonb_build_array(r.tool_name, jsonb_build_object(
-               'approved', agentstate_side(r.id, r.approved_always, 'approve'),
-               'rejected', agentstate_side(r.id, r.rejected_always, 'reject')))
-           ORDER BY r.tool_name), '[]')
-    FROM agentstate_approvalrecord r WHERE r.run_id = p_run
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
+        SELECT coalesce(jsonb_agg(jsonb_build_array(r.tool_name, jsonb_build_object(
+                   'approved', coalesce(to_jsonb(r.approved_always), (
+                       SELECT coalesce(jsonb_agg(c.call_id ORDER BY c.id), '[]')
+                       FROM agentstate_approvalcall c
+                       WHERE c.record_id = r.id AND c.decision = 'approve')),
+                   'rejected', coalesce(to_jsonb(r.rejected_always), (
+                       SELECT coalesce(jsonb_agg(c.call_id ORDER BY c.id), '[]')
+                       FROM agentstate_approvalcall c
+                       WHERE c.record_id = r.id AND c.decision = 'reject'))))
+               ORDER BY r.tool_name), '[]')
+        FROM agentstate_approvalrecord r WHERE r.run_id = p_run);
+END $$;
 
 CREATE FUNCTION agentstate_run_state(p_run agentstate_run) RETURNS jsonb
 LANGUAGE sql STABLE AS $$
@@ -70,19 +76,23 @@ $$;
 -- The SDK's precedence over the tool's record: permanent approval, then
 -- permanent rejection, then the call approved, then rejected; else NULL.
 CREATE FUNCTION agentstate_decision(p_run bigint, p_tool text, p_call text) RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT CASE
-        WHEN r.approved_always THEN true
-        WHEN r.rejected_always THEN false
-        WHEN r.approved_always IS NULL AND EXISTS (
-            SELECT FROM agentstate_approvalcall c
-            WHERE c.record_id = r.id AND c.decision = 'approve' AND c.call_id = p_call) THEN true
-        WHEN r.rejected_always IS NULL AND EXISTS (
-            SELECT FROM agentstate_approvalcall c
-            WHERE c.record_id = r.id AND c.decision = 'reject' AND c.call_id = p_call) THEN false
-    END
-    FROM agentstate_approvalrecord r WHERE r.run_id = p_run AND r.tool_name = p_tool
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
+        SELECT CASE
+            WHEN r.approved_always THEN true
+            WHEN r.rejected_always THEN false
+            WHEN r.approved_always IS NULL AND EXISTS (
+                SELECT FROM agentstate_approvalcall c
+                WHERE c.record_id = r.id AND c.decision = 'approve' AND c.call_id = p_call)
+                THEN true
+            WHEN r.rejected_always IS NULL AND EXISTS (
+                SELECT FROM agentstate_approvalcall c
+                WHERE c.record_id = r.id AND c.decision = 'reject' AND c.call_id = p_call)
+                THEN false
+        END
+        FROM agentstate_approvalrecord r WHERE r.run_id = p_run AND r.tool_name = p_tool);
+END $$;
 
 -- The id is taken (also by a concurrent creator, whose commit the insert
 -- waits for): RunExists.
@@ -148,16 +158,13 @@ DECLARE
     shared agentstate_budget;
     over text;
 BEGIN
-    SELECT counter.name INTO over
-    FROM (VALUES (1, 'requests', rn.requests, p_requests),
-                 (2, 'input_tokens', rn.input_tokens, p_input),
-                 (3, 'output_tokens', rn.output_tokens, p_output),
-                 (4, 'total_tokens', rn.total_tokens, p_total),
-                 (5, 'cached_tokens', rn.cached_tokens, p_cached),
-                 (6, 'reasoning_tokens', rn.reasoning_tokens, p_reasoning))
-         AS counter (n, name, held, added)
-    WHERE counter.held > top - counter.added
-    ORDER BY counter.n LIMIT 1;
+    -- the first counter, in this order, that the add would take past top
+    over := CASE WHEN rn.requests > top - p_requests THEN 'requests'
+                 WHEN rn.input_tokens > top - p_input THEN 'input_tokens'
+                 WHEN rn.output_tokens > top - p_output THEN 'output_tokens'
+                 WHEN rn.total_tokens > top - p_total THEN 'total_tokens'
+                 WHEN rn.cached_tokens > top - p_cached THEN 'cached_tokens'
+                 WHEN rn.reasoning_tokens > top - p_reasoning THEN 'reasoning_tokens' END;
     IF over IS NOT NULL THEN
         RETURN agentstate_refuse('UsageOverflow', jsonb_build_object('field', over));
     END IF;
@@ -235,21 +242,24 @@ $$;
 CREATE FUNCTION agentstate_is_tool_approved(
     p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_digest text, p_reach bigint
 ) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    rn agentstate_run := agentstate_reached_run(p_run_id, p_reach);
+    approved boolean := coalesce(agentstate_decision(rn.id, p_tool, p_call),
+                                 agentstate_policy_decision(rn, p_tool, p_arguments));
+BEGIN
     -- Approved, and p_digest given: approved only for the arguments the call's
     -- request was approved with (its arguments_digest); other ones answer false,
     -- arguments_changed.
-    SELECT CASE WHEN verdict.approved AND p_digest IS NOT NULL AND EXISTS (
-                    SELECT FROM agentstate_approvalrequest q
-                    WHERE q.run_id = verdict.run AND q.call_id = p_call AND q.status = 'approved'
-                      AND q.arguments_digest <> '' AND q.arguments_digest <> p_digest)
-                THEN jsonb_build_object('approved', false, 'reason', 'arguments_changed')
-                ELSE jsonb_build_object('approved', verdict.approved) END
-    FROM (SELECT rn.id AS run, coalesce(agentstate_decision(rn.id, p_tool, p_call),
-                                        agentstate_policy_decision(rn, p_tool, p_arguments))
-                 AS approved
-          FROM agentstate_reached_run(p_run_id, p_reach) AS rn) AS verdict
-$$;
+    IF approved AND p_digest IS NOT NULL AND EXISTS (
+        SELECT FROM agentstate_approvalrequest q
+        WHERE q.run_id = rn.id AND q.call_id = p_call AND q.status = 'approved'
+          AND q.arguments_digest <> '' AND q.arguments_digest <> p_digest)
+    THEN
+        RETURN jsonb_build_object('approved', false, 'reason', 'arguments_changed');
+    END IF;
+    RETURN jsonb_build_object('approved', approved);
+END $$;
 
 -- Write a decision into the tool's record (the caller holds the run's row
 -- lock); answers its approvals.changed event. Always: {"approved": true,
@@ -390,6 +400,7 @@ DECLARE
     req agentstate_approvalrequest;
     rl agentstate_approvalrule;
     due timestamptz;
+    pol record;
     pol_id bigint;
     pol_approve boolean;
     pol_reason text;
@@ -409,8 +420,10 @@ BEGIN
     SELECT r.approved_always IS TRUE OR r.rejected_always IS TRUE INTO permanent
     FROM agentstate_approvalrecord r WHERE r.run_id = rn.id AND r.tool_name = p_tool;
     IF decided IS NULL THEN
-        SELECT d.policy_id, d.approve, d.reason INTO pol_id, pol_approve, pol_reason
-        FROM agentstate_deciding_policy(rn, p_tool, p_arguments) AS d;
+        pol := agentstate_deciding_policy(rn, p_tool, p_arguments);  -- no function scan
+        pol_id := pol.policy_id;
+        pol_approve := pol.approve;
+        pol_reason := pol.reason;
         decided := pol_approve;
     END IF;
     -- The tool's rule as it stands now (shared lock: a change of it waits), copied.

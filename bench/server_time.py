@@ -1,0 +1,178 @@
+"""Where one call's time goes, in figures that do not move with the machine's load.
+
+    .venv/bin/python bench/server_time.py [OPERATION ...] [--calls 2000]
+
+For each operation of the Python-API section (``bench/api_ops.py``; none named:
+every one, and the Django-cursor floors), ``--calls`` calls in this process on
+one connection, after 50 untimed ones, and per call: the server's time inside
+the functions (``pg_stat_user_functions``, ``track_functions = all`` for this
+session: the outermost function's total time, and with ``--detail`` each
+function's self time), the server process's CPU time (its ``/proc/<pid>/schedstat``: the
+database on this machine), this process's CPU time (``getrusage``: the client's
+Python, Django and psycopg), and the wall time; then, over up to 500 more calls,
+the server's own time for the call's statements, parse and plan included
+(``log_min_duration_statement = 0``, its messages sent to this client), which
+the floors have too (they run no function). Commits do not wait for the WAL's
+flush (``synchronous_commit = off`` in this session): that wait is the disk's,
+one per call here and in the floors alike. PostgreSQL times a simple-protocol
+statement (the floors') with its commit, an extended-protocol one (ours, prepared)
+without it. An SQL function the planner
+inlines is no function call: its time is only in the statements'.
+"""
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import env
+
+
+def _functions(cursor) -> dict[str, tuple[int, float, float]]:
+    cursor.execute("SELECT pg_stat_force_next_flush()")
+    cursor.execute("SELECT 1")  # the flush happens at the end of a transaction
+    cursor.execute("SELECT pg_stat_clear_snapshot()")
+    cursor.execute(
+        "SELECT funcname, calls, total_time, self_time FROM pg_stat_user_functions"
+        " WHERE funcname LIKE 'agentstate%%'"
+    )
+    return {name: (calls, total, own) for name, calls, total, own in cursor.fetchall()}
+
+
+def _statements(op, calls: int) -> float:
+    """The server's time for the call's statements (parse, bind, execute: what
+    ``log_min_duration_statement`` reports, sent to this client), per call."""
+    from django.db import connection
+
+    durations = []
+
+    def noted(diagnostic) -> None:
+        message = diagnostic.message_primary or ""
+        if message.startswith("duration: "):
+            durations.append(float(message.split()[1]))
+
+    connection.ensure_connection()
+    raw = connection.connection
+    with connection.cursor() as cursor:
+        cursor.execute("SET log_min_duration_statement = 0")
+        cursor.execute("SET client_min_messages = log")
+    raw.add_notice_handler(noted)
+    done = 0
+    try:
+        for _ in range(calls):
+            op()
+            done += 1
+    except StopIteration:
+        pass
+    finally:
+        raw.remove_notice_handler(noted)
+        with connection.cursor() as cursor:
+            cursor.execute("RESET client_min_messages")
+            cursor.execute("RESET log_min_duration_statement")
+    return sum(durations) * 1000 / max(done, 1)
+
+
+def _on_cpu(pid: int | str) -> float:
+    """Seconds the process has run on a CPU (the scheduler's count, in nanoseconds)."""
+    with open(f"/proc/{pid}/schedstat") as stat:
+        return int(stat.read().split()[0]) / 1e9
+
+
+def measure(op, calls: int) -> dict:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET track_functions = 'all'")
+        # a commit's flush is a wait on the disk, the same one for every call
+        # here and for the floors: left out, so the figures are work done
+        cursor.execute("SET synchronous_commit = off")
+    for _ in range(50):
+        op()
+    with connection.cursor() as cursor:
+        before = _functions(cursor)
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone()
+    cpu = resource.getrusage(resource.RUSAGE_SELF)
+    server_cpu = _on_cpu(backend)
+    began = time.perf_counter()
+    done = 0
+    try:
+        for _ in range(calls):
+            op()
+            done += 1
+    except StopIteration:
+        pass
+    wall = time.perf_counter() - began
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    server_cpu = _on_cpu(backend) - server_cpu
+    with connection.cursor() as cursor:
+        after = _functions(cursor)
+    statement_us = _statements(op, min(done, 500))
+    per = {}
+    for name, (n, total, own) in after.items():
+        n0, total0, own0 = before.get(name, (0, 0.0, 0.0))
+        if n > n0:
+            per[name] = (
+                (n - n0) / done,
+                (total - total0) * 1000 / done,
+                (own - own0) * 1000 / done,
+            )
+    # the outermost function: the largest total per call
+    outer = max(per.values(), key=lambda v: v[1])[1] if per else None
+    return {
+        "calls": done,
+        "server_us": outer,
+        "statement_us": statement_us,
+        "server_cpu_us": server_cpu * 1e6 / done,
+        "client_cpu_us": (used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime) * 1e6 / done,
+        "wall_us": wall * 1e6 / done,
+        "functions": per,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("operations", nargs="*")
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--detail", action="store_true", help="each function's self time")
+    args = parser.parse_args()
+    env.create_database()
+    env.setup_django()
+    env.migrate()
+    from bench import api_ops
+
+    api_ops.prepare_baselines()
+    operations = {
+        **api_ops.our_operations(args.calls + 600),
+        **{k: v for k, v in api_ops.baseline_operations().items() if k.startswith("Django")},
+    }
+    names = args.operations or list(operations)
+    print(
+        f"{'operation':28} {'in functions µs':>15} {'statements µs':>13} {'server CPU µs':>13}"
+        f" {'client CPU µs':>13} {'wall µs':>8}"
+    )
+    for name in names:
+        op = operations[name][1](0)
+        from bench.fill import analyze
+
+        analyze()
+        figure = measure(op, args.calls)
+        server = "" if figure["server_us"] is None else f"{figure['server_us']:.0f}"
+        print(
+            f"{name:28} {server:>15} {figure['statement_us']:13.0f}"
+            f" {figure['server_cpu_us']:13.0f}"
+            f" {figure['client_cpu_us']:13.0f} {figure['wall_us']:8.0f}",
+            flush=True,
+        )
+        if args.detail:
+            for function, (n, total, own) in sorted(
+                figure["functions"].items(), key=lambda item: -item[1][2]
+            ):
+                print(f"    {function:36} {n:5.1f} calls  total {total:7.1f}  self {own:7.1f}")
+
+
+if __name__ == "__main__":
+    main()
