@@ -1,22 +1,23 @@
--- 0011: the Python API's calls, cheaper on the server (docs/performance.md,
--- "Python API: where a call's time goes"). The reads of runs and policies that
--- query tables become PL/pgSQL, which keeps their plans for the session (an SQL
--- function the planner cannot inline is planned again on every call);
--- agentstate_json_time is STABLE, so that it is inlined.
+-- 0012 undone: the functions as 0010 left them.
+
+-- One side of a record: its flag, or the call ids decided so, in order.
+CREATE OR REPLACE FUNCTION agentstate_side(p_record bigint, p_flag boolean, p_decision text) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(to_jsonb(p_flag), (
+        SELECT coalesce(jsonb_agg(c.call_id ORDER BY c.id), '[]') FROM agentstate_approvalcall c
+        WHERE c.record_id = p_record AND c.decision = p_decision))
+$$;
 
 -- The scope's id, created if needed, its row locked FOR KEY SHARE so that it
--- cannot be deleted before this transaction adds a variable to it. The id is
--- looked up first, then its row locked: a function in the locking statement's
--- WHERE would be called for every row a sequential scan reads (the plan the
--- planner picks while the table is small).
+-- cannot be deleted before this transaction adds a variable to it.
 CREATE OR REPLACE FUNCTION agentstate_ensure_scope(p_key text, p_owner bigint) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
     found_id bigint;
 BEGIN
     LOOP
-        found_id := agentstate_scope_id(p_key, p_owner);
-        SELECT id INTO found_id FROM agentstate_scope WHERE id = found_id FOR KEY SHARE;
+        SELECT id INTO found_id FROM agentstate_scope
+        WHERE id = agentstate_scope_id(p_key, p_owner) FOR KEY SHARE;
         IF found_id IS NOT NULL THEN
             RETURN found_id;
         END IF;
@@ -34,9 +35,6 @@ BEGIN
     END LOOP;
 END $$;
 
--- The scope's row lo (writers adding a variable hold it FOR KEY SHARE),
--- then its variables (writers of each hold it FOR UPDATE): what they wrote
--- before is deleted with it, what they write after finds no scope.
 CREATE OR REPLACE FUNCTION agentstate_delete_scope(p_scope text, p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan AS $$
@@ -44,8 +42,8 @@ DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint;
 BEGIN
-    sid := agentstate_scope_id(p_scope, who);  -- then its row (agentstate_ensure_scope)
-    SELECT id INTO sid FROM agentstate_scope WHERE id = sid FOR UPDATE;
+    SELECT id INTO sid FROM agentstate_scope
+    WHERE id = agentstate_scope_id(p_scope, who) FOR UPDATE;
     IF sid IS NULL THEN
         RETURN agentstate_refuse('ScopeNotFound', jsonb_build_object('scope', p_scope));
     END IF;
@@ -59,104 +57,71 @@ END $$;
 
 -- A time as event details hold it: PostgreSQL's JSON form of the time in UTC
 -- (microseconds without trailing zeros), whatever the session's time zone;
--- agentstate.events.json_time writes the same. STABLE, as to_jsonb is, so that
--- the planner inlines it (an IMMUTABLE function calling a STABLE one is called).
+-- agentstate.events.json_time writes the same.
 CREATE OR REPLACE FUNCTION agentstate_json_time(p_time timestamptz) RETURNS text
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql IMMUTABLE AS $$
     SELECT (to_jsonb(p_time AT TIME ZONE 'UTC') #>> '{}') || '+00:00'
 $$;
 
--- The run's records, [[tool_name, record], ...] by tool name; a record's side
--- is its flag, or the call ids decided so, in order.
---
--- This function and the other reads of 30_runs.sql and 35_policies.sql that
--- query tables are PL/pgSQL, which keeps each statement's plan for the session:
--- an SQL function is planned again on every call unless the planner inlines
--- it, and it inlines no scalar function whose body has a FROM or a subquery.
+-- The run's records, [[tool_name, record], ...] by tool name.
 CREATE OR REPLACE FUNCTION agentstate_records_of(p_run bigint) RETURNS jsonb
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    RETURN (
-        SELECT coalesce(jsonb_agg(jsonb_build_array(r.tool_name, jsonb_build_object(
-                   'approved', coalesce(to_jsonb(r.approved_always), (
-                       SELECT coalesce(jsonb_agg(c.call_id ORDER BY c.id), '[]')
-                       FROM agentstate_approvalcall c
-                       WHERE c.record_id = r.id AND c.decision = 'approve')),
-                   'rejected', coalesce(to_jsonb(r.rejected_always), (
-                       SELECT coalesce(jsonb_agg(c.call_id ORDER BY c.id), '[]')
-                       FROM agentstate_approvalcall c
-                       WHERE c.record_id = r.id AND c.decision = 'reject'))))
-               ORDER BY r.tool_name), '[]')
-        FROM agentstate_approvalrecord r WHERE r.run_id = p_run);
-END $$;
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(jsonb_agg(jsonb_build_array(r.tool_name, jsonb_build_object(
+               'approved', agentstate_side(r.id, r.approved_always, 'approve'),
+               'rejected', agentstate_side(r.id, r.rejected_always, 'reject')))
+           ORDER BY r.tool_name), '[]')
+    FROM agentstate_approvalrecord r WHERE r.run_id = p_run
+$$;
 
 -- The SDK's precedence over the tool's record: permanent approval, then
 -- permanent rejection, then the call approved, then rejected; else NULL.
 CREATE OR REPLACE FUNCTION agentstate_decision(p_run bigint, p_tool text, p_call text) RETURNS boolean
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    RETURN (
-        SELECT CASE
-            WHEN r.approved_always THEN true
-            WHEN r.rejected_always THEN false
-            WHEN r.approved_always IS NULL AND EXISTS (
-                SELECT FROM agentstate_approvalcall c
-                WHERE c.record_id = r.id AND c.decision = 'approve' AND c.call_id = p_call)
-                THEN true
-            WHEN r.rejected_always IS NULL AND EXISTS (
-                SELECT FROM agentstate_approvalcall c
-                WHERE c.record_id = r.id AND c.decision = 'reject' AND c.call_id = p_call)
-                THEN false
-        END
-        FROM agentstate_approvalrecord r WHERE r.run_id = p_run AND r.tool_name = p_tool);
-END $$;
+LANGUAGE sql STABLE AS $$
+    SELECT CASE
+        WHEN r.approved_always THEN true
+        WHEN r.rejected_always THEN false
+        WHEN r.approved_always IS NULL AND EXISTS (
+            SELECT FROM agentstate_approvalcall c
+            WHERE c.record_id = r.id AND c.decision = 'approve' AND c.call_id = p_call) THEN true
+        WHEN r.rejected_always IS NULL AND EXISTS (
+            SELECT FROM agentstate_approvalcall c
+            WHERE c.record_id = r.id AND c.decision = 'reject' AND c.call_id = p_call) THEN false
+    END
+    FROM agentstate_approvalrecord r WHERE r.run_id = p_run AND r.tool_name = p_tool
+$$;
 
 -- What an active policy decides of a call in p_run the records leave undecided:
 -- true, false (a matching reject policy wins), or NULL. Not locked: an answer.
 CREATE OR REPLACE FUNCTION agentstate_policy_decision(p_run agentstate_run, p_tool text, p_arguments jsonb)
 RETURNS boolean
-LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    RETURN (
-        SELECT p.decision = 'approve' FROM agentstate_approvalpolicy p
-        WHERE p.tool_name = p_tool AND p.revoked_at IS NULL
-          AND (p.expires_at IS NULL OR p.expires_at > statement_timestamp())
-          AND (p.user_id IS NULL OR p.user_id = p_run.created_by_id)
-          AND (p.arguments IS NULL OR agentstate_json_contains(p_arguments, p.arguments))
-        ORDER BY p.decision = 'reject' DESC, p.id LIMIT 1);
-END $$;
+LANGUAGE sql STABLE AS $$
+    SELECT p.decision = 'approve' FROM agentstate_approvalpolicy p
+    WHERE p.tool_name = p_tool AND p.revoked_at IS NULL
+      AND (p.expires_at IS NULL OR p.expires_at > statement_timestamp())
+      AND (p.user_id IS NULL OR p.user_id = p_run.created_by_id)
+      AND (p.arguments IS NULL OR agentstate_json_contains(p_arguments, p.arguments))
+    ORDER BY p.decision = 'reject' DESC, p.id LIMIT 1
+$$;
 
--- The records first; left undecided, the active policies (35_policies.sql).
 CREATE OR REPLACE FUNCTION agentstate_is_tool_approved(
     p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_digest text, p_reach bigint
 ) RETURNS jsonb
-LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    rn agentstate_run := agentstate_reached_run(p_run_id, p_reach);
-    approved boolean := coalesce(agentstate_decision(rn.id, p_tool, p_call),
-                                 agentstate_policy_decision(rn, p_tool, p_arguments));
-BEGIN
+LANGUAGE sql STABLE AS $$
     -- Approved, and p_digest given: approved only for the arguments the call's
     -- request was approved with (its arguments_digest); other ones answer false,
     -- arguments_changed.
-    IF approved AND p_digest IS NOT NULL AND EXISTS (
-        SELECT FROM agentstate_approvalrequest q
-        WHERE q.run_id = rn.id AND q.call_id = p_call AND q.status = 'approved'
-          AND q.arguments_digest <> '' AND q.arguments_digest <> p_digest)
-    THEN
-        RETURN jsonb_build_object('approved', false, 'reason', 'arguments_changed');
-    END IF;
-    RETURN jsonb_build_object('approved', approved);
-END $$;
+    SELECT CASE WHEN verdict.approved AND p_digest IS NOT NULL AND EXISTS (
+                    SELECT FROM agentstate_approvalrequest q
+                    WHERE q.run_id = verdict.run AND q.call_id = p_call AND q.status = 'approved'
+                      AND q.arguments_digest <> '' AND q.arguments_digest <> p_digest)
+                THEN jsonb_build_object('approved', false, 'reason', 'arguments_changed')
+                ELSE jsonb_build_object('approved', verdict.approved) END
+    FROM (SELECT rn.id AS run, coalesce(agentstate_decision(rn.id, p_tool, p_call),
+                                        agentstate_policy_decision(rn, p_tool, p_arguments))
+                 AS approved
+          FROM agentstate_reached_run(p_run_id, p_reach) AS rn) AS verdict
+$$;
 
--- Adds under the run's row lock, so no concurrent addition is lost; a total
--- past the column (a bigint) refuses naming the first such counter, before
--- anything is added. Every budget covering the run moves with it, or the add
--- is refused (BudgetExceeded, nothing added): the run's own budget (36_budgets
--- .sql) caps the run's totals, read under the run's lock that its setters
--- take too; the creator's budget row is locked next, rolled over when its
--- period is over, and caps what the creator's runs added in the period. A
--- capped counter is refused when used plus the increment passes the cap.
 CREATE OR REPLACE FUNCTION agentstate_add_usage(
     p_run_id text, p_requests bigint, p_input bigint, p_output bigint, p_total bigint,
     p_cached bigint, p_reasoning bigint, p_reach bigint
@@ -170,13 +135,16 @@ DECLARE
     shared agentstate_budget;
     over text;
 BEGIN
-    -- the first counter, in this order, that the add would take past top
-    over := CASE WHEN rn.requests > top - p_requests THEN 'requests'
-                 WHEN rn.input_tokens > top - p_input THEN 'input_tokens'
-                 WHEN rn.output_tokens > top - p_output THEN 'output_tokens'
-                 WHEN rn.total_tokens > top - p_total THEN 'total_tokens'
-                 WHEN rn.cached_tokens > top - p_cached THEN 'cached_tokens'
-                 WHEN rn.reasoning_tokens > top - p_reasoning THEN 'reasoning_tokens' END;
+    SELECT counter.name INTO over
+    FROM (VALUES (1, 'requests', rn.requests, p_requests),
+                 (2, 'input_tokens', rn.input_tokens, p_input),
+                 (3, 'output_tokens', rn.output_tokens, p_output),
+                 (4, 'total_tokens', rn.total_tokens, p_total),
+                 (5, 'cached_tokens', rn.cached_tokens, p_cached),
+                 (6, 'reasoning_tokens', rn.reasoning_tokens, p_reasoning))
+         AS counter (n, name, held, added)
+    WHERE counter.held > top - counter.added
+    ORDER BY counter.n LIMIT 1;
     IF over IS NOT NULL THEN
         RETURN agentstate_refuse('UsageOverflow', jsonb_build_object('field', over));
     END IF;
@@ -245,12 +213,6 @@ BEGIN
         'reasoning_tokens', rn.reasoning_tokens + p_reasoning);
 END $$;
 
--- The run's request for p_call, filed now unless one exists (answered as it
--- is, no event); filed already decided when the run's records decide the
--- call (p_decided_reason, no decider) or, left undecided by them, when an
--- active policy does (its row locked FOR SHARE by agentstate_deciding_policy;
--- its reason or p_policy_reason naming it; the run's record of the call
--- written as a decision would, by p_policy_actor naming it).
 CREATE OR REPLACE FUNCTION agentstate_request_approval(
     p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_decided_reason text,
     p_policy_reason text, p_policy_actor text, p_ttl interval, p_reach bigint, p_user bigint,
@@ -263,7 +225,6 @@ DECLARE
     req agentstate_approvalrequest;
     rl agentstate_approvalrule;
     due timestamptz;
-    pol record;
     pol_id bigint;
     pol_approve boolean;
     pol_reason text;
@@ -283,10 +244,8 @@ BEGIN
     SELECT r.approved_always IS TRUE OR r.rejected_always IS TRUE INTO permanent
     FROM agentstate_approvalrecord r WHERE r.run_id = rn.id AND r.tool_name = p_tool;
     IF decided IS NULL THEN
-        pol := agentstate_deciding_policy(rn, p_tool, p_arguments);  -- no function scan
-        pol_id := pol.policy_id;
-        pol_approve := pol.approve;
-        pol_reason := pol.reason;
+        SELECT d.policy_id, d.approve, d.reason INTO pol_id, pol_approve, pol_reason
+        FROM agentstate_deciding_policy(rn, p_tool, p_arguments) AS d;
         decided := pol_approve;
     END IF;
     -- The tool's rule as it stands now (shared lock: a change of it waits), copied.
@@ -330,5 +289,3 @@ BEGIN
         'events', CASE WHEN changed IS NULL THEN jsonb_build_array(requested)
                        ELSE jsonb_build_array(requested, changed) END);
 END $$;
-
-DROP FUNCTION agentstate_side(bigint, boolean, text);
