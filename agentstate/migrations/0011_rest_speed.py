@@ -3,8 +3,12 @@
 # Indexes in the order of two listings, so that a page is read from its first
 # row rather than sorted out of every row the caller may see: the pauses by
 # creation, and the approval requests a caller filed, by status and creation.
+# Then the helpers of the runs' and approvals' functions that read tables in
+# PL/pgSQL, which keeps their plans (a SQL function is planned on every call).
 
 from django.db import migrations, models
+
+from agentstate.backends.postgresql.schema import RunSQLFile
 
 
 class Migration(migrations.Migration):
@@ -22,4 +26,5 @@ class Migration(migrations.Migration):
             model_name='pausedrun',
             index=models.Index(fields=['created_at', 'id'], name='agentstate_pause_created'),
         ),
+        RunSQLFile("0011_rest_speed.sql", "0011_rest_speed.reverse.sql"),
     ]

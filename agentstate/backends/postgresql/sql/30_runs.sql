@@ -44,34 +44,43 @@ BEGIN
     RETURN found_run;
 END $$;
 
+-- The helpers below that read tables are PL/pgSQL, not SQL functions: PL/pgSQL
+-- keeps each statement's plan for the connection, where PostgreSQL parses and
+-- plans a SQL function's body again on every call that does not inline it (one
+-- with a subquery or a FROM never is), most of such a call's time.
+
 -- One side of a record: its flag, or the call ids decided so, in order.
 CREATE FUNCTION agentstate_side(p_record bigint, p_flag boolean, p_decision text) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    SELECT coalesce(to_jsonb(p_flag), (
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN coalesce(to_jsonb(p_flag), (
         SELECT coalesce(jsonb_agg(c.call_id ORDER BY c.id), '[]') FROM agentstate_approvalcall c
-        WHERE c.record_id = p_record AND c.decision = p_decision))
-$$;
+        WHERE c.record_id = p_record AND c.decision = p_decision));
+END $$;
 
 -- The run's records, [[tool_name, record], ...] by tool name.
 CREATE FUNCTION agentstate_records_of(p_run bigint) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    SELECT coalesce(jsonb_agg(jsonb_build_array(r.tool_name, jsonb_build_object(
-               'approved', agentstate_side(r.id, r.approved_always, 'approve'),
-               'rejected', agentstate_side(r.id, r.rejected_always, 'reject')))
-           ORDER BY r.tool_name), '[]')
-    FROM agentstate_approvalrecord r WHERE r.run_id = p_run
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT coalesce(jsonb_agg(jsonb_build_array(r.tool_name, jsonb_build_object(
+                       'approved', agentstate_side(r.id, r.approved_always, 'approve'),
+                       'rejected', agentstate_side(r.id, r.rejected_always, 'reject')))
+                   ORDER BY r.tool_name), '[]')
+            FROM agentstate_approvalrecord r WHERE r.run_id = p_run);
+END $$;
 
 CREATE FUNCTION agentstate_run_state(p_run agentstate_run) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    SELECT jsonb_build_object('run', to_jsonb(p_run), 'records', agentstate_records_of(p_run.id))
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN jsonb_build_object('run', to_jsonb(p_run), 'records', agentstate_records_of(p_run.id));
+END $$;
 
 -- The SDK's precedence over the tool's record: permanent approval, then
 -- permanent rejection, then the call approved, then rejected; else NULL.
 CREATE FUNCTION agentstate_decision(p_run bigint, p_tool text, p_call text) RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT CASE
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT CASE
         WHEN r.approved_always THEN true
         WHEN r.rejected_always THEN false
         WHEN r.approved_always IS NULL AND EXISTS (
@@ -81,8 +90,8 @@ LANGUAGE sql STABLE AS $$
             SELECT FROM agentstate_approvalcall c
             WHERE c.record_id = r.id AND c.decision = 'reject' AND c.call_id = p_call) THEN false
     END
-    FROM agentstate_approvalrecord r WHERE r.run_id = p_run AND r.tool_name = p_tool
-$$;
+    FROM agentstate_approvalrecord r WHERE r.run_id = p_run AND r.tool_name = p_tool);
+END $$;
 
 -- The id is taken (also by a concurrent creator, whose commit the insert
 -- waits for): RunExists.
@@ -235,21 +244,25 @@ $$;
 CREATE FUNCTION agentstate_is_tool_approved(
     p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_digest text, p_reach bigint
 ) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    rn agentstate_run := agentstate_reached_run(p_run_id, p_reach);
+    approved boolean := coalesce(agentstate_decision(rn.id, p_tool, p_call),
+                                 agentstate_policy_decision(rn, p_tool, p_arguments));
+BEGIN
     -- Approved, and p_digest given: approved only for the arguments the call's
     -- request was approved with (its arguments_digest); other ones answer false,
     -- arguments_changed.
-    SELECT CASE WHEN verdict.approved AND p_digest IS NOT NULL AND EXISTS (
-                    SELECT FROM agentstate_approvalrequest q
-                    WHERE q.run_id = verdict.run AND q.call_id = p_call AND q.status = 'approved'
-                      AND q.arguments_digest <> '' AND q.arguments_digest <> p_digest)
-                THEN jsonb_build_object('approved', false, 'reason', 'arguments_changed')
-                ELSE jsonb_build_object('approved', verdict.approved) END
-    FROM (SELECT rn.id AS run, coalesce(agentstate_decision(rn.id, p_tool, p_call),
-                                        agentstate_policy_decision(rn, p_tool, p_arguments))
-                 AS approved
-          FROM agentstate_reached_run(p_run_id, p_reach) AS rn) AS verdict
-$$;
+    IF approved AND p_digest IS NOT NULL AND EXISTS (
+        SELECT FROM agentstate_approvalrequest q
+        WHERE q.run_id = rn.id AND q.call_id = p_call AND q.status = 'approved'
+          AND q.arguments_digest <> '' AND q.arguments_digest <> p_digest)
+    THEN
+        RETURN jsonb_build_object('approved', false, 'reason', 'arguments_changed');
+    END IF;
+    RETURN jsonb_build_object('approved', approved);
+END $$;
 
 -- Write a decision into the tool's record (the caller holds the run's row
 -- lock); answers its approvals.changed event. Always: {"approved": true,

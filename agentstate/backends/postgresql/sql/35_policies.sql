@@ -33,16 +33,18 @@ $$;
 
 -- What an active policy decides of a call in p_run the records leave undecided:
 -- true, false (a matching reject policy wins), or NULL. Not locked: an answer.
+-- PL/pgSQL, so that its statement's plan is kept (30_runs.sql).
 CREATE FUNCTION agentstate_policy_decision(p_run agentstate_run, p_tool text, p_arguments jsonb)
 RETURNS boolean
-LANGUAGE sql STABLE AS $$
-    SELECT p.decision = 'approve' FROM agentstate_approvalpolicy p
-    WHERE p.tool_name = p_tool AND p.revoked_at IS NULL
-      AND (p.expires_at IS NULL OR p.expires_at > statement_timestamp())
-      AND (p.user_id IS NULL OR p.user_id = p_run.created_by_id)
-      AND (p.arguments IS NULL OR agentstate_json_contains(p_arguments, p.arguments))
-    ORDER BY p.decision = 'reject' DESC, p.id LIMIT 1
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT p.decision = 'approve' FROM agentstate_approvalpolicy p
+            WHERE p.tool_name = p_tool AND p.revoked_at IS NULL
+              AND (p.expires_at IS NULL OR p.expires_at > statement_timestamp())
+              AND (p.user_id IS NULL OR p.user_id = p_run.created_by_id)
+              AND (p.arguments IS NULL OR agentstate_json_contains(p_arguments, p.arguments))
+            ORDER BY p.decision = 'reject' DESC, p.id LIMIT 1);
+END $$;
 
 -- The active policy that decides such a call, its row locked FOR SHARE until the
 -- caller commits: its id, whether it approves, its reason; all NULL when none
