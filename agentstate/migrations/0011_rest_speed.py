@@ -3,18 +3,53 @@
 # Indexes in the order of two listings, so that a page is read from its first
 # row rather than sorted out of every row the caller may see: the pauses by
 # creation, and the approval requests a caller filed, by status and creation.
-# Then the helpers of the runs' and approvals' functions that read tables in
-# PL/pgSQL, which keeps their plans (a SQL function is planned on every call).
+# Then the helpers of the runs' and approvals' functions that read tables, and
+# the lookups of a user by username and of a username by id, in PL/pgSQL, which
+# keeps their plans (a SQL function that is not inlined is planned on every call).
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import migrations, models
 
 from agentstate.backends.postgresql.schema import RunSQLFile
+
+
+def user_functions(language):
+    """``agentstate_user_id(username)`` and ``agentstate_username(id)`` (0003's) in
+    ``language``: ``plpgsql`` forwards, ``sql`` as 0003 made them backwards. Their
+    SQL names the site's user model, its table and columns as they are now."""
+
+    def replace(apps, schema_editor):
+        if schema_editor.connection.vendor != "postgresql":
+            return
+        user = get_user_model()
+        quote = schema_editor.quote_name
+        username = quote(user._meta.get_field(user.USERNAME_FIELD).column)
+        pk, table = quote(user._meta.pk.column), quote(user._meta.db_table)
+        bodies = {
+            "agentstate_user_id(p_username text) RETURNS bigint":
+                f"SELECT {pk} FROM {table} WHERE {username} = p_username",
+            "agentstate_username(p_id bigint) RETURNS text":
+                f"SELECT {username}::text FROM {table} WHERE {pk} = p_id",
+        }
+        for signature, select in bodies.items():
+            body = (
+                f"BEGIN RETURN ({select}); END" if language == "plpgsql" else f" {select} "
+            )
+            schema_editor.execute(
+                f"CREATE OR REPLACE FUNCTION {signature}"
+                f" LANGUAGE {language} STABLE AS $${body}$$",
+                params=None,
+            )
+
+    return replace
 
 
 class Migration(migrations.Migration):
 
     dependencies = [
         ('agentstate', '0010_checkpoint_chains'),
+        migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
@@ -27,4 +62,5 @@ class Migration(migrations.Migration):
             index=models.Index(fields=['created_at', 'id'], name='agentstate_pause_created'),
         ),
         RunSQLFile("0011_rest_speed.sql", "0011_rest_speed.reverse.sql"),
+        migrations.RunPython(user_functions("plpgsql"), user_functions("sql")),
     ]

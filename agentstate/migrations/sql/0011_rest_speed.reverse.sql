@@ -65,3 +65,8 @@ LANGUAGE sql STABLE AS $$
                  AS approved
           FROM agentstate_reached_run(p_run_id, p_reach) AS rn) AS verdict
 $$;
+
+CREATE OR REPLACE FUNCTION agentstate_json_time(p_time timestamptz) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT (to_jsonb(p_time AT TIME ZONE 'UTC') #>> '{}') || '+00:00'
+$$;

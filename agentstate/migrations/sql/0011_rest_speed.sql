@@ -3,7 +3,9 @@
 -- decision) and agentstate_is_tool_approved in PL/pgSQL, which keeps each
 -- statement's plan for the connection: PostgreSQL parses and plans a SQL
 -- function's body again on every call that it does not inline (one with a
--- subquery or a FROM never is), most of such a call's time.
+-- subquery or a FROM never is), most of such a call's time. And
+-- agentstate_json_time, a SQL function declared IMMUTABLE around the STABLE
+-- to_jsonb, never inlined for that.
 
 CREATE OR REPLACE FUNCTION agentstate_side(p_record bigint, p_flag boolean, p_decision text) RETURNS jsonb
 LANGUAGE plpgsql STABLE AS $$
@@ -78,4 +80,10 @@ BEGIN
         RETURN jsonb_build_object('approved', false, 'reason', 'arguments_changed');
     END IF;
     RETURN jsonb_build_object('approved', approved);
+END $$;
+
+CREATE OR REPLACE FUNCTION agentstate_json_time(p_time timestamptz) RETURNS text
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN (to_jsonb(p_time AT TIME ZONE 'UTC') #>> '{}') || '+00:00';
 END $$;

@@ -11,11 +11,14 @@
 
 -- A time as event details hold it: PostgreSQL's JSON form of the time in UTC
 -- (microseconds without trailing zeros), whatever the session's time zone;
--- agentstate.events.json_time writes the same.
+-- agentstate.events.json_time writes the same. PL/pgSQL: as a SQL function
+-- declared IMMUTABLE around the STABLE to_jsonb it was never inlined, and was
+-- planned on every call.
 CREATE FUNCTION agentstate_json_time(p_time timestamptz) RETURNS text
-LANGUAGE sql IMMUTABLE AS $$
-    SELECT (to_jsonb(p_time AT TIME ZONE 'UTC') #>> '{}') || '+00:00'
-$$;
+LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    RETURN (to_jsonb(p_time AT TIME ZONE 'UTC') #>> '{}') || '+00:00';
+END $$;
 
 CREATE FUNCTION agentstate_pause_reached(
     p_created_by bigint, p_owner text, p_reach_user bigint, p_reach_name text
