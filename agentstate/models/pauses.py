@@ -91,6 +91,8 @@ class PausedRun(models.Model):
             ),
             models.Index(fields=["owner", "status"], name="agentstate_pause_owner"),
             where_set("created_by", "agentstate_pause_created_by"),
+            # A listing's order: its page read from the newest, not sorted from all rows.
+            models.Index(fields=["created_at", "id"], name="agentstate_pause_created"),
         ]
 
     def __str__(self) -> str:

@@ -276,6 +276,12 @@ class ApprovalRequest(models.Model):
         ]
         indexes = [
             models.Index(fields=["status", "created_at"], name="agentstate_request_queue"),
+            # A caller's listing (the requests it filed) in its order, by status.
+            models.Index(
+                fields=["created_by", "status", "created_at", "id"],
+                condition=Q(created_by__isnull=False),
+                name="agentstate_request_creator",
+            ),
             where_set("policy", "agentstate_request_policy"),
             models.Index(
                 fields=["deadline"],

@@ -105,14 +105,14 @@ class PauseOperations:
     ) -> Page[PausedRun]:
         named = tuple(name for name in EQUAL if name in filters)
         status = filters.get("status")
-        params: list[Any] = [filters[name] for name in named]
+        params: dict[str, Any] = {name: filters[name] for name in named}
         if status not in (None, Status.PENDING, Status.EXPIRED):
-            params.append(status)
+            params["status"] = status
         if reach is not None:
-            params += [reach.user_id, reach.username]
+            params.update(creator=reach.user_id, username=reach.username)
         statement = _page_statement(named, status, reach is not None)
         with cursor(connections[self.alias]) as c:
-            c.execute(statement, [*params, limit, offset])
+            c.execute(statement, {**params, "limit": limit, "offset": offset})
             rows = c.fetchall()
         pause_of = _page_columns().builder(self.alias)
         status_at = len(_page_columns().columns)
@@ -135,9 +135,11 @@ def _page_statement(named: tuple[str, ...], status: str | None, reached: bool) -
     the filters (which are given; ``status``: pending or expired, written on the
     stored columns as ``querysets.pause_in_status`` writes them, else a parameter),
     so that each reads through the indexes the filters have. Each row the pause's
-    columns, its current status and the window count as the ORM's listing has
-    them (Django's ``Now()`` is ``STATEMENT_TIMESTAMP()``). A statement rather
-    than a function: a read with nothing to check or write."""
+    columns, its current status and the listing's count as the ORM's listing has
+    them (Django's ``Now()`` is ``STATEMENT_TIMESTAMP()``). The count is a
+    subquery of its own, not a window over the rows: a window reads and sorts
+    every row of the listing, payloads and all, for a page of a few. A statement
+    rather than a function: a read with nothing to check or write."""
     meta = PausedRun._meta
 
     def column(name: str) -> str:
@@ -146,19 +148,36 @@ def _page_statement(named: tuple[str, ...], status: str | None, reached: bool) -
     state, expires = column("status"), column("expires_at")
     pending, expired = Status.PENDING.value, Status.EXPIRED.value
     overdue = f"{state} = '{pending}' AND {expires} <= STATEMENT_TIMESTAMP()"
-    where = [f"{column(name)} = %s" for name in named]
+    where = [f"{column(name)} = %({name})s" for name in named]
     if status == pending:
         where.append(f"{state} = '{pending}' AND {expires} > STATEMENT_TIMESTAMP()")
     elif status == expired:
         where.append(f"({state} = '{expired}' OR ({overdue}))")
     elif status is not None:
-        where.append(f"{state} = %s")
+        where.append(f"{state} = %(status)s")
+    table = meta.db_table
+    owner, creator = column("owner"), column("created_by")
+
+    def counted(*also: str) -> str:
+        return f"(SELECT COUNT(*) FROM {table} p{_where([*where, *also])})"
+
     if reached:
-        where.append(f"({column('created_by')} = %s OR {column('owner')} = %s)")
+        # Owned, or else created: two counts, each through its own index.
+        count = (
+            f"{counted(f'{owner} = %(username)s')}"
+            f" + {counted(f'{creator} = %(creator)s', f'{owner} <> %(username)s')}"
+        )
+        where.append(f"({creator} = %(creator)s OR {owner} = %(username)s)")
+    else:
+        count = counted()
     return (
         f"SELECT {_page_columns().select('p')},"
         f" CASE WHEN {overdue} THEN '{expired}' ELSE {state} END,"
-        f" COUNT(*) OVER () FROM {meta.db_table} p"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + f" ORDER BY {column('created_at')} DESC, p.{meta.pk.column} DESC LIMIT %s OFFSET %s"
+        f" {count} FROM {table} p{_where(where)}"
+        f" ORDER BY {column('created_at')} DESC, p.{meta.pk.column} DESC"
+        " LIMIT %(limit)s OFFSET %(offset)s"
     )
+
+
+def _where(conditions: list[str]) -> str:
+    return f" WHERE {' AND '.join(conditions)}" if conditions else ""

@@ -363,7 +363,8 @@ def overdue_sql(r: str, ttl: str) -> str:
 def _page_statement(shape: _PageShape) -> str:
     """A page of requests (``Backend.approval_requests_page``): one fixed statement per
     shape of the filters, each row the request's columns, its run's id and run_id,
-    its decider's id and username, its current status, the window count, and its
+    its decider's id and username, its current status, the listing's count (a
+    subquery of its own: a window would read every row of the listing), and its
     votes as JSON (each the vote's columns, then its voter's username; ``[]`` for
     none), ``NULL`` for a request filed under no rule, which ``approvals.votes_of``
     answers without them. The page is cut
@@ -394,6 +395,14 @@ def _page_statement(shape: _PageShape) -> str:
     pk = reading.request.columns.index(cast(str, meta.pk.column))
     status_at = reading.status
     votes = ", ".join(f"v.{c}" for c in reading.votes.columns)
+    of_run = f" JOIN {run.db_table} run ON run.{run.pk.column} = {column('run')}"
+    filtered = f" WHERE {' AND '.join(where)}" if where else ""
+    # The listing's count, a subquery of its own (a window would read every row).
+    count = (
+        f"(SELECT COUNT(*) FROM {meta.db_table} r"
+        + (of_run if "run_id" in shape.named else "")
+        + f"{filtered})"
+    )
     return (
         f"SELECT p.*, CASE WHEN p.rule IS NOT NULL THEN COALESCE((SELECT json_agg(json_build_array("
         f"{votes}, vu.{_column(get_user_model(), get_user_model().USERNAME_FIELD)})"
@@ -404,11 +413,9 @@ def _page_statement(shape: _PageShape) -> str:
         f" FROM (SELECT {reading.request.select('r')}, {reading.runs.select('run', reading.run)},"
         f" {reading.users.select('u', reading.user)},"
         f" CASE WHEN {overdue} THEN '{Status.EXPIRED.value}' ELSE {state} END AS c{status_at},"
-        f" COUNT(*) OVER () AS c{status_at + 1}, {column('rule')} AS rule"
-        f" FROM {meta.db_table} r"
-        f" JOIN {run.db_table} run ON run.{run.pk.column} = {column('run')}"
+        f" {count} AS c{status_at + 1}, {column('rule')} AS rule"
+        f" FROM {meta.db_table} r{of_run}"
         f" LEFT JOIN {user.db_table} u ON u.{user.pk.column} = {column('decided_by')}"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + f" ORDER BY {column('created_at')}, r.{meta.pk.column} LIMIT %(limit)s OFFSET %(offset)s) p"
+        f"{filtered} ORDER BY {column('created_at')}, r.{meta.pk.column} LIMIT %(limit)s OFFSET %(offset)s) p"
         f" ORDER BY p.c{created_at}, p.c{pk}"
     )

@@ -93,8 +93,9 @@ def _column(model: type[Any], name: str) -> str:
 def _page_statement(shape: _Shape) -> str:
     """A page of events (``Backend.events_page``): one fixed statement per shape of
     the filters, so that each reads through the indexes its filters have, with the
-    window count, as the ORM's QuerySet has them (``EventQuerySet.reached_by`` and
-    ``of_run``). The page is cut first, then its users joined: each row the event's
+    listing's count, as the ORM's QuerySet has them (``EventQuerySet.reached_by`` and
+    ``of_run``): the count a subquery of its own, as a window would read every row of
+    the listing. The page is cut first, then its users joined: each row the event's
     columns, the count, its user's columns and its creator's."""
     reading = _page_columns()
     meta, user = Event._meta, get_user_model()._meta
@@ -131,13 +132,13 @@ def _page_statement(shape: _Shape) -> str:
         events.index(_column(Event, "user")),
         events.index(_column(Event, "created_by")),
     )
+    filtered = f" WHERE {' AND '.join(where)}" if where else ""
     return (
         f"SELECT p.*, {reading.users.select('u', total + 1)},"
         f" {reading.users.select('cb', total + 1 + len(reading.users.columns))}"
-        f" FROM (SELECT {reading.event.select('e')}, COUNT(*) OVER () AS c{total}"
-        f" FROM {meta.db_table} e"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + f" ORDER BY {column('created_at')} DESC, e.{meta.pk.column} DESC"
+        f" FROM (SELECT {reading.event.select('e')},"
+        f" (SELECT COUNT(*) FROM {meta.db_table} e{filtered}) AS c{total}"
+        f" FROM {meta.db_table} e{filtered} ORDER BY {column('created_at')} DESC, e.{meta.pk.column} DESC"
         f" LIMIT %(limit)s OFFSET %(offset)s) p"
         f" LEFT JOIN {user.db_table} u ON u.{user.pk.column} = p.c{user_id}"
         f" LEFT JOIN {user.db_table} cb ON cb.{user.pk.column} = p.c{created_by}"

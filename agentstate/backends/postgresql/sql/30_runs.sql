@@ -69,9 +69,10 @@ BEGIN
 END $$;
 
 CREATE FUNCTION agentstate_run_state(p_run agentstate_run) RETURNS jsonb
-LANGUAGE sql STABLE AS $$
-    SELECT jsonb_build_object('run', to_jsonb(p_run), 'records', agentstate_records_of(p_run.id))
-$$;
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN jsonb_build_object('run', to_jsonb(p_run), 'records', agentstate_records_of(p_run.id));
+END $$;
 
 -- The SDK's precedence over the tool's record: permanent approval, then
 -- permanent rejection, then the call approved, then rejected; else NULL.

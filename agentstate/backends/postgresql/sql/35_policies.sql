@@ -33,6 +33,7 @@ $$;
 
 -- What an active policy decides of a call in p_run the records leave undecided:
 -- true, false (a matching reject policy wins), or NULL. Not locked: an answer.
+-- PL/pgSQL, so that its statement's plan is kept (30_runs.sql).
 CREATE FUNCTION agentstate_policy_decision(p_run agentstate_run, p_tool text, p_arguments jsonb)
 RETURNS boolean
 LANGUAGE plpgsql STABLE AS $$
