@@ -271,15 +271,27 @@ def sweep_report(results: dict) -> None:
     larger over the smaller."""
     for what, label in (("sweep", "expired pauses"), ("retention", "events past retention")):
         for rows, f in results[what].items():
+            cpu = (
+                f" (CPU {f['client_cpu_seconds']:.1f} s client, {f['server_cpu_seconds']:.1f} s"
+                " server)"
+                if f.get("server_cpu_seconds") is not None
+                else ""
+            )
             print(
-                f"sweep of {int(rows):,} {label}: {f['seconds']:.1f} s, "
+                f"sweep of {int(rows):,} {label}: {f['seconds']:.1f} s{cpu}, "
                 f"peak memory +{f['peak_mib']:.0f} MiB, a batch's p50/p99"
                 f" {latency(f, 'batch_', '_ms')} ms (fill {f['fill_seconds']:.1f} s)"
             )
         (small, f_small), (large, f_large) = sorted(results[what].items(), key=lambda i: int(i[0]))
+        cpu = ""
+        if f_small.get("server_cpu_seconds") and f_large.get("server_cpu_seconds"):
+            cpu = ", {:.1f}x the CPU time (client and server process)".format(
+                (f_large["client_cpu_seconds"] + f_large["server_cpu_seconds"])
+                / (f_small["client_cpu_seconds"] + f_small["server_cpu_seconds"])
+            )
         print(
             f"  {int(large):,} over {int(small):,}: {f_large['seconds'] / f_small['seconds']:.1f}x"
-            f" the time for {int(large) / int(small):.0f}x the rows"
+            f" the time{cpu} for {int(large) / int(small):.0f}x the rows"
         )
 
 
