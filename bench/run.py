@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/run.py            # the full run (about ten minutes on 2 cores)
     .venv/bin/python bench/run.py --quick    # shorter measurements, smaller sweep
+    .venv/bin/python bench/run.py --sweep-only    # the sweeps alone (with --quick: smaller)
 
 The goals (``GOALS``): every Python-API operation at least 0.8 of a loop doing
 one single-row UPDATE (writes) or one SELECT by key (reads) through Django's
@@ -262,13 +263,36 @@ def report(results: dict) -> None:
         + ", ".join(f"{v:.2f}x @{w} {met(v, 'budget')}" for w, v in r["budget"].items())
         + f" (goal at most {GOALS['budget']}x)"
     )
+    sweep_report(results)
+
+
+def sweep_report(results: dict) -> None:
+    """The sweeps' lines: each one's time, peak memory growth and batches, and the
+    larger over the smaller."""
     for what, label in (("sweep", "expired pauses"), ("retention", "events past retention")):
         for rows, f in results[what].items():
+            cpu = (
+                f" (CPU {f['client_cpu_seconds']:.1f} s client, {f['server_cpu_seconds']:.1f} s"
+                " server)"
+                if f.get("server_cpu_seconds") is not None
+                else ""
+            )
             print(
-                f"sweep of {int(rows):,} {label}: {f['seconds']:.1f} s, "
+                f"sweep of {int(rows):,} {label}: {f['seconds']:.1f} s{cpu}, "
                 f"peak memory +{f['peak_mib']:.0f} MiB, a batch's p50/p99"
                 f" {latency(f, 'batch_', '_ms')} ms (fill {f['fill_seconds']:.1f} s)"
             )
+        (small, f_small), (large, f_large) = sorted(results[what].items(), key=lambda i: int(i[0]))
+        cpu = ""
+        if f_small.get("server_cpu_seconds") and f_large.get("server_cpu_seconds"):
+            cpu = ", {:.1f}x the CPU time (client and server process)".format(
+                (f_large["client_cpu_seconds"] + f_large["server_cpu_seconds"])
+                / (f_small["client_cpu_seconds"] + f_small["server_cpu_seconds"])
+            )
+        print(
+            f"  {int(large):,} over {int(small):,}: {f_large['seconds'] / f_small['seconds']:.1f}x"
+            f" the time{cpu} for {int(large) / int(small):.0f}x the rows"
+        )
 
 
 def markdown(results: dict) -> str:
@@ -450,13 +474,16 @@ def push_pop(results: dict, quick: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 s measurements, smaller sweep")
+    parser.add_argument(
+        "--sweep-only", action="store_true", help="the sweeps only (printed, and the JSON)"
+    )
     parser.add_argument("--out", type=Path, default=env.ROOT / "bench" / "results")
     args = parser.parse_args()
     seconds, http_seconds = (1, 1) if args.quick else (2, 3)
     sweeps = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
 
     missing = [program for program in ("pgbench", "wrk") if shutil.which(program) is None]
-    if missing:
+    if missing and not args.sweep_only:
         sys.exit(
             f"bench/run.py needs {' and '.join(missing)} on PATH"
             " (Debian: apt-get install postgresql-client wrk)."
@@ -483,9 +510,18 @@ def main() -> None:
         ("retention", lambda: {str(rows): scale.retention_sweep(rows) for rows in sweeps}),
         ("sessions", lambda: sessions.measure(seconds)),
     ]
+    if args.sweep_only:
+        steps = [step for step in steps if step[0] in ("sweep", "retention")]
     for name, step in steps:
         print(f"{name}...", flush=True)
         results[name] = step()
+    if args.sweep_only:
+        sweep_report(results)
+        args.out.mkdir(parents=True, exist_ok=True)
+        stem = args.out / time.strftime("%Y%m%d-%H%M%S-sweep")
+        stem.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n")
+        print(f"wrote {stem}.json")
+        return
     results["ratios"] = ratios(results)
     results["total_seconds"] = round(time.perf_counter() - began, 1)
     report(results)

@@ -1,6 +1,7 @@
 """Figures that must not grow with size: push/pop by list length, the sweep by backlog."""
 
 import multiprocessing
+import os
 import resource
 import time
 
@@ -28,6 +29,17 @@ def _rss_kib() -> int:
         return int(statm.read().split()[1]) * resource.getpagesize() // 1024
 
 
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system) process ``pid`` of this machine has used; ``None``
+    where it cannot be read (a server on another machine)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _timed_sweep(results) -> None:
     from array import array
 
@@ -35,6 +47,10 @@ def _timed_sweep(results) -> None:
 
     connections.close_all()
     before = _rss_kib()
+    with connection.cursor() as cursor:  # the connection the sweep goes on
+        cursor.execute("SELECT pg_backend_pid()")
+        (server_pid,) = cursor.fetchone()
+    server_before, client_before = _cpu_seconds(server_pid), time.process_time()
     batches, last = array("d"), [time.perf_counter()]
 
     def batch_done(label: str, total: int) -> None:
@@ -45,11 +61,16 @@ def _timed_sweep(results) -> None:
     began = last[0]
     result = sweep(progress=batch_done)
     seconds = time.perf_counter() - began
+    client_cpu, server_after = time.process_time() - client_before, _cpu_seconds(server_pid)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     results.put(
         {
             **result.as_dict(),
             "seconds": seconds,
+            "client_cpu_seconds": client_cpu,
+            "server_cpu_seconds": None
+            if server_before is None or server_after is None
+            else server_after - server_before,
             "peak_mib": (peak - before) / 1024,
             **{f"batch_{key}": value for key, value in percentiles(batches).items()},
         }
@@ -70,16 +91,37 @@ def _in_fresh_process() -> dict:
 
 
 def _figures(figures: dict, filled: float) -> dict[str, float]:
-    """A sweep's figures: its time, peak memory growth and batches', and the fill's time."""
-    kept = ("seconds", "peak_mib", "batch_p50_ms", "batch_p99_ms")
+    """A sweep's figures: its time, CPU time (the process's and its database server
+    process's: what the machine's load moves little), peak memory growth and batches', and
+    the fill's time."""
+    kept = (
+        "seconds",
+        "client_cpu_seconds",
+        "server_cpu_seconds",
+        "peak_mib",
+        "batch_p50_ms",
+        "batch_p99_ms",
+    )
     return {**{key: figures[key] for key in kept}, "fill_seconds": filled}
+
+
+def _settled() -> None:
+    """After a fill: ANALYZE, and a CHECKPOINT, as the checkpointer would soon after.
+    Without it a sweep small enough to end before the next checkpoint changes pages the
+    fill dirtied and writes no full-page image to the WAL, which a larger sweep does
+    for each page it first changes after each checkpoint it meets (100,000 pauses:
+    1,243 bytes of WAL a row against 1,593 at a million): the two would not weigh the
+    same work."""
+    fill.analyze()
+    with connection.cursor() as cursor:
+        cursor.execute("CHECKPOINT")
 
 
 def expiry_sweep(rows: int) -> dict[str, float]:
     """Sweep ``rows`` expired pauses in a fresh process: its time and peak memory growth."""
     began = time.perf_counter()
     fill.pauses(f"{TAG}-sweep-{rows}", rows, expired=True)
-    fill.analyze()
+    _settled()
     filled = time.perf_counter() - began
     figures = _in_fresh_process()
     if figures["expired_pauses"] != rows:
@@ -101,7 +143,7 @@ def retention_sweep(rows: int) -> dict[str, float]:
             " FROM generate_series(1, %s) AS i",
             [rows],
         )
-    fill.analyze()
+    _settled()
     filled = time.perf_counter() - began
     figures = _in_fresh_process()
     if figures["purged_events"] != rows:

@@ -86,6 +86,62 @@ def test_save_appends_one_event_per_row(alice):
     assert Event.objects.filter(kind="pause.expired", object_type="pausedrun").count() == 3
 
 
+ROW = {
+    "id": 7,
+    "kind": "pause.expired",
+    "actor": "sweeper",
+    "user_id": None,
+    "object_type": "pausedrun",
+    "object_id": "c1#call",
+    "created_by_id": 3,
+    "owner": "alice",
+    "details": {"question_id": "0f", "deep": [{"a": 1}]},
+    "created_at": "2026-12-05T01:02:03.04+00:00",
+}
+
+
+def _fields(event: Event) -> dict:
+    return {field.attname: getattr(event, field.attname) for field in Event._meta.concrete_fields}
+
+
+def test_events_from_json_are_the_rows_as_from_db_builds_them():
+    """The events a PostgreSQL function answers, built by one builder for the batch:
+    each field's value and type as ``Model.from_db`` gives them, the keys that are no
+    column (``delivery_ids``) attributes, a missing column deferred."""
+    from agentstate.db import from_json as from_json_row
+
+    rows = [
+        ROW,
+        {**ROW, "id": 8, "delivery_ids": [4, 5]},
+        {k: v for k, v in ROW.items() if k != "details"},
+    ]
+    built = events.from_json(rows)
+    one_by_one = [from_json_row(Event, row) for row in rows]
+    for event, expected in zip(built[:2], one_by_one[:2], strict=True):
+        assert _fields(event) == _fields(expected)
+        assert type(event.created_at) is type(expected.created_at) and event.created_at.tzinfo
+        assert not event._state.adding and event._state.db == "default"
+    assert built[1].delivery_ids == [4, 5] and not hasattr(built[0], "delivery_ids")
+    assert "details" not in built[2].__dict__ and built[2].get_deferred_fields() == {"details"}
+    assert events.from_json([]) == []
+
+
+def test_events_from_json_send_model_signals_when_listened_to():
+    from django.db.models.signals import post_init
+
+    seen = []
+
+    def receiver(sender, instance, **kwargs):
+        seen.append(instance.object_id)
+
+    post_init.connect(receiver, sender=Event)
+    try:
+        (event,) = events.from_json([ROW])
+    finally:
+        post_init.disconnect(receiver, sender=Event)
+    assert seen == ["c1#call"] and event.details == ROW["details"]
+
+
 def test_anonymous_caller_is_refused(api_for):
     response = api_for(None).get(URL)
     assert response.status_code == 401 and response.json()["code"] == "not_authenticated"
