@@ -144,22 +144,25 @@ DECLARE
     v_writes bytea;
 BEGIN
     SELECT id INTO v_thread FROM agentstate_thread WHERE thread_id = p_thread;
-    IF v_thread IS NULL THEN
-        -- made by a put under way: this waits for it to end
-        INSERT INTO agentstate_thread AS t (thread_id, created_at, updated_at)
-        VALUES (p_thread, now(), now())
-        ON CONFLICT (thread_id) DO NOTHING
-        RETURNING t.id INTO v_thread;
-        IF v_thread IS NULL THEN
-            SELECT id INTO v_thread FROM agentstate_thread WHERE thread_id = p_thread;
-        END IF;
+    IF v_thread IS NOT NULL THEN
+        SELECT c.id, c.writes INTO v_row, v_writes FROM agentstate_checkpoint c
+        WHERE c.thread_id = v_thread AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id
+        FOR NO KEY UPDATE;
     END IF;
-    SELECT c.id, c.writes INTO v_row, v_writes FROM agentstate_checkpoint c
-    WHERE c.thread_id = v_thread AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id
-    FOR NO KEY UPDATE;
     IF v_row IS NULL THEN
+        -- the wait comes before anything is written or locked here, so that the put
+        -- waited for never waits for this call in turn
         PERFORM pg_advisory_lock_shared(agentstate_put_lock(), hashtext(p_thread));
         PERFORM pg_advisory_unlock_shared(agentstate_put_lock(), hashtext(p_thread));
+        IF v_thread IS NULL THEN
+            INSERT INTO agentstate_thread AS t (thread_id, created_at, updated_at)
+            VALUES (p_thread, now(), now())
+            ON CONFLICT (thread_id) DO NOTHING
+            RETURNING t.id INTO v_thread;
+            IF v_thread IS NULL THEN
+                SELECT id INTO v_thread FROM agentstate_thread WHERE thread_id = p_thread;
+            END IF;
+        END IF;
         SELECT c.id, c.writes INTO v_row, v_writes FROM agentstate_checkpoint c
         WHERE c.thread_id = v_thread AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id
         FOR NO KEY UPDATE;
