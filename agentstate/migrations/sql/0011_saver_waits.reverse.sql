@@ -245,3 +245,5 @@ END $$;
 DROP FUNCTION agentstate_put_lock;
 
 DROP FUNCTION agentstate_chain_writes;
+
+DROP FUNCTION agentstate_chain_int;

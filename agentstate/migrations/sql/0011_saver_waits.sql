@@ -13,6 +13,12 @@ DROP FUNCTION agentstate_put_checkpoint_writes(
 CREATE OR REPLACE FUNCTION agentstate_put_lock() RETURNS integer
 LANGUAGE sql IMMUTABLE AS $$ SELECT 1634169960 $$;
 
+-- The int4 of agentstate.backends.chains' bytes (big-endian, signed) at p_at (from 1).
+CREATE OR REPLACE FUNCTION agentstate_chain_int(p_bytes bytea, p_at integer) RETURNS integer
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT ('x' || encode(substring(p_bytes FROM p_at FOR 4), 'hex'))::bit(32)::integer
+$$;
+
 -- A task's pending writes as agentstate.backends.chains writes them, as rows: its
 -- fields each a length (int4) then its bytes, the idx an int4.
 CREATE OR REPLACE FUNCTION agentstate_chain_writes(p_writes bytea)
@@ -20,26 +26,26 @@ RETURNS TABLE (task_id text, task_path text, idx integer, channel text, type tex
 LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
     v_at integer := 1;
-    v_size integer;
+    v_field bytea[];
 BEGIN
     WHILE v_at <= length(p_writes) LOOP
-        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
-        task_id := convert_from(substring(p_writes FROM v_at + 4 FOR v_size), 'UTF8');
-        v_at := v_at + 4 + v_size;
-        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
-        task_path := convert_from(substring(p_writes FROM v_at + 4 FOR v_size), 'UTF8');
-        v_at := v_at + 4 + v_size;
-        idx := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
-        v_at := v_at + 4;
-        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
-        channel := convert_from(substring(p_writes FROM v_at + 4 FOR v_size), 'UTF8');
-        v_at := v_at + 4 + v_size;
-        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
-        type := convert_from(substring(p_writes FROM v_at + 4 FOR v_size), 'UTF8');
-        v_at := v_at + 4 + v_size;
-        v_size := ('x' || encode(substring(p_writes FROM v_at FOR 4), 'hex'))::bit(32)::integer;
-        blob := substring(p_writes FROM v_at + 4 FOR v_size);
-        v_at := v_at + 4 + v_size;
+        -- task_id, task_path, idx, channel, type, blob: an int4 where the idx is
+        v_field := '{}';
+        FOR i IN 1..6 LOOP
+            IF i = 3 THEN
+                idx := agentstate_chain_int(p_writes, v_at);
+                v_at := v_at + 4;
+            ELSE
+                v_field := v_field || substring(
+                    p_writes FROM v_at + 4 FOR agentstate_chain_int(p_writes, v_at));
+                v_at := v_at + 4 + length(v_field[array_length(v_field, 1)]);
+            END IF;
+        END LOOP;
+        task_id := convert_from(v_field[1], 'UTF8');
+        task_path := convert_from(v_field[2], 'UTF8');
+        channel := convert_from(v_field[3], 'UTF8');
+        type := convert_from(v_field[4], 'UTF8');
+        blob := v_field[5];
         RETURN NEXT;
     END LOOP;
 END $$;
