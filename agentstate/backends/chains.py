@@ -160,8 +160,8 @@ def decode_writes(data: bytes | None, rows: Iterable[PendingWrite] = ()) -> list
         if write[5] < 0 or key not in found:
             found[key] = write
 
-    for task, channel, kind, value, path, idx in rows:
-        keep((task, channel, *unpacked(kind, value), path, idx))
+    for row in rows:
+        keep((row[0], row[1], *unpacked(row[2], row[3]), row[4], row[5]))
     at, data = 0, data or b""
     while at < len(data):
         task, at = _read(data, at)
