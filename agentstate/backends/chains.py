@@ -151,8 +151,8 @@ def encode_writes(task_id: str, task_path: str, writes: Sequence[Write]) -> byte
 def decode_writes(data: bytes | None, rows: Iterable[PendingWrite] = ()) -> list[PendingWrite]:
     """A checkpoint's pending writes, ``(task_id, channel, type, bytes, task_path,
     idx)``: its write rows (written before the checkpoint was stored, so first;
-    their values as stored, compressed or not), then ``data``'s; the first at each ``(task, idx)``, the last for a negative
-    ``idx``."""
+    their values as stored, compressed or not), then ``data``'s; the first at
+    each ``(task, idx)``, the last for a negative ``idx``."""
     found: dict[tuple[str, int], PendingWrite] = {}
 
     def keep(write: PendingWrite) -> None:
