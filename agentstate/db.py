@@ -4,7 +4,7 @@ import functools
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar, cast
 
 from django.db import (
@@ -235,11 +235,10 @@ def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
     """A ``model`` instance from a row as JSON (PostgreSQL's ``to_jsonb(row)``),
     each column through its field's ``to_python`` (but where that gives JSON's
     value back: ``_reading``); keys that are no column become attributes
-    (``current_status``, say). Built as ``Model.from_db`` builds it, but with no
-    model signal listened to, the values go straight into the instance, as
-    ``Columns.builder`` does; the columns a row lacks are deferred."""
+    (``current_status``, say). Built as ``Columns.builder`` builds an instance
+    (``_stored_instance``); the columns a row lacks are deferred."""
     fields = _reading(model)
-    if signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model):
+    if _signalled(model):
         values = {}
         extras = {}
         for key, value in row.items():
@@ -252,8 +251,7 @@ def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
         instance = model.from_db(alias, names, [values.get(name, DEFERRED) for name in names])
         instance.__dict__.update(extras)
         return instance
-    instance = model.__new__(model)
-    attributes = instance.__dict__
+    attributes = {}
     for key, value in row.items():
         read = fields.get(key)
         if read is None:
@@ -261,6 +259,22 @@ def from_json(model: type[M], row: dict[str, Any], alias: str = "default") -> M:
         else:
             attname, parse, _ = read
             attributes[attname] = value if value is None or parse is None else parse(value)
+    return _stored_instance(model, alias, attributes)
+
+
+def _signalled(model: type[models.Model]) -> bool:
+    """Whether a receiver listens to ``model``'s init signals (then instances are
+    built by ``Model.from_db``, which sends them)."""
+    return signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model)
+
+
+def _stored_instance(model: type[M], alias: str, attributes: Any) -> M:
+    """An instance of a stored row on ``alias`` with ``attributes`` (a mapping, or
+    pairs), built as ``Model.from_db`` builds it when no init signal is listened
+    to: the values straight into the instance, each field's ``__set__`` skipped (a
+    new instance has no related object cached for it to clear)."""
+    instance = model.__new__(model)
+    instance.__dict__.update(attributes)
     state = instance._state = ModelState()
     state.adding, state.db = False, alias
     return instance
@@ -292,6 +306,12 @@ def _reading(model: type[models.Model]) -> dict[str, tuple[str, Any, models.Fiel
         cast(str, field.column): (field.attname, parse(field), field)
         for field in model._meta.concrete_fields
     }
+
+
+def where_clause(conditions: Sequence[str]) -> str:
+    """A fixed statement's ``WHERE`` clause of ``conditions`` (all of them), with its
+    leading space; nothing when there are none."""
+    return f" WHERE {' AND '.join(conditions)}" if conditions else ""
 
 
 class Columns:
@@ -330,14 +350,11 @@ class Columns:
 
     def builder(self, alias: str, as_json: bool = False) -> Callable[[Any], Any]:
         """What builds an instance on ``alias`` from a row's columns (``as_json``: as
-        JSON gave them), decided once for many rows. Built as ``Model.from_db``
-        builds it, but with no model signal listened to its values go straight
-        into the instance, each field's ``__set__`` skipped (a new instance has no
-        related object cached for it to clear)."""
+        JSON gave them), decided once for many rows (``_stored_instance``)."""
         model, names = self.model, self.names
         connection = connections[alias]
         converted = self.parsed if as_json else self.converted
-        signalled = signals.pre_init.has_listeners(model) or signals.post_init.has_listeners(model)
+        signalled = _signalled(model)
 
         def build(values: Any) -> Any:
             values = list(values)
@@ -350,11 +367,7 @@ class Columns:
                     )
             if signalled:
                 return model.from_db(alias, names, values)
-            instance = model.__new__(model)
-            instance.__dict__.update(zip(names, values, strict=True))
-            state = instance._state = ModelState()
-            state.adding, state.db = False, alias
-            return instance
+            return _stored_instance(model, alias, zip(names, values, strict=True))
 
         return build
 

@@ -8,15 +8,12 @@ back. The services then announce them after the commit
 (``agentstate.events.announce``): that side is theirs, never a backend's.
 """
 
-import functools
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from operator import itemgetter
 from typing import Any, cast
 
 from django.db import connections, models
 
-from agentstate.db import Columns
 from agentstate.db import from_json as from_json_row
 from agentstate.models import Delivery, Event, Webhook
 from agentstate.types import Actor
@@ -97,31 +94,8 @@ def new(
 
 def from_json(rows: list[dict[str, Any]], alias: str = "default") -> list[Event]:
     """Events as a PostgreSQL function answered them (``to_jsonb`` of the rows; keys
-    that are no column, ``delivery_ids``, become attributes).
-
-    One builder for all the rows (``Columns``: the time the only value converted, no
-    model signal sent unless one is listened to), so that a sweep's batch of a
-    thousand events costs its receivers' work, not a model's ``from_db`` each."""
-    if not rows:
-        return []
-    columns, values, names = _columns()
-    build = columns.builder(alias, as_json=True)
-    built = []
-    for row in rows:
-        try:
-            event = build(values(row))
-        except KeyError:  # a column missing: deferred, as a model's ``from_db`` leaves it
-            event = from_json_row(Event, row, alias)
-        else:
-            if len(row) > len(names):
-                event.__dict__.update({key: row[key] for key in row.keys() - names})
-        built.append(event)
-    return built
-
-
-@functools.cache
-def _columns() -> tuple[Columns, Any, frozenset[str]]:
-    """The event table's columns: their builder, what reads them from a row in their
-    order, and their names."""
-    columns = Columns(Event)
-    return columns, itemgetter(*columns.columns), frozenset(columns.columns)
+    that are no column, ``delivery_ids``, become attributes), each built by
+    ``agentstate.db.from_json``: the time the only value converted, no model signal
+    sent unless one is listened to, so that a sweep's batch of a thousand events
+    costs its receivers' work, not a model's ``from_db`` each."""
+    return [from_json_row(Event, row, alias) for row in rows]

@@ -11,7 +11,7 @@ from django.db.models import Field
 
 from agentstate.backends.base import Changed, Page, PauseFilters
 from agentstate.backends.events import from_json as events_from_json
-from agentstate.db import Columns, Json, cursor, from_json
+from agentstate.db import Columns, Json, cursor, from_json, where_clause
 from agentstate.models import PausedRun
 from agentstate.types import Actor, Reach
 
@@ -159,7 +159,7 @@ def _page_statement(named: tuple[str, ...], status: str | None, reached: bool) -
     owner, creator = column("owner"), column("created_by")
 
     def counted(*also: str) -> str:
-        return f"(SELECT COUNT(*) FROM {table} p{_where([*where, *also])})"
+        return f"(SELECT COUNT(*) FROM {table} p{where_clause([*where, *also])})"
 
     if reached:
         # Owned, or else created: two counts, each through its own index.
@@ -173,11 +173,7 @@ def _page_statement(named: tuple[str, ...], status: str | None, reached: bool) -
     return (
         f"SELECT {_page_columns().select('p')},"
         f" CASE WHEN {overdue} THEN '{expired}' ELSE {state} END,"
-        f" {count} FROM {table} p{_where(where)}"
+        f" {count} FROM {table} p{where_clause(where)}"
         f" ORDER BY {column('created_at')} DESC, p.{meta.pk.column} DESC"
         " LIMIT %(limit)s OFFSET %(offset)s"
     )
-
-
-def _where(conditions: list[str]) -> str:
-    return f" WHERE {' AND '.join(conditions)}" if conditions else ""

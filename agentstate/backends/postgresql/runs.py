@@ -12,7 +12,15 @@ from django.db.models import Field
 
 from agentstate.backends.base import Changed, Page, RequestFilters
 from agentstate.backends.events import from_json as events_from_json
-from agentstate.db import Columns, Json, cursor, decoded, from_json, group_membership
+from agentstate.db import (
+    Columns,
+    Json,
+    cursor,
+    decoded,
+    from_json,
+    group_membership,
+    where_clause,
+)
 from agentstate.models import ApprovalRequest, Run, Vote
 from agentstate.policies import DECIDED_BY_POLICY, POLICY_ACTOR
 from agentstate.records import DECIDED_BY_RECORDS
@@ -396,7 +404,7 @@ def _page_statement(shape: _PageShape) -> str:
     status_at = reading.status
     votes = ", ".join(f"v.{c}" for c in reading.votes.columns)
     of_run = f" JOIN {run.db_table} run ON run.{run.pk.column} = {column('run')}"
-    filtered = f" WHERE {' AND '.join(where)}" if where else ""
+    filtered = where_clause(where)
     # The listing's count, a subquery of its own (a window would read every row).
     count = (
         f"(SELECT COUNT(*) FROM {meta.db_table} r"

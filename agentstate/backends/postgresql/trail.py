@@ -10,7 +10,7 @@ from django.db import connections
 from django.db.models import Field
 
 from agentstate.backends.base import EventFilters, Page
-from agentstate.db import Columns, cursor
+from agentstate.db import Columns, cursor, where_clause
 from agentstate.models import ApprovalRequest, Event, Run
 from agentstate.types import Reach
 
@@ -132,7 +132,7 @@ def _page_statement(shape: _Shape) -> str:
         events.index(_column(Event, "user")),
         events.index(_column(Event, "created_by")),
     )
-    filtered = f" WHERE {' AND '.join(where)}" if where else ""
+    filtered = where_clause(where)
     return (
         f"SELECT p.*, {reading.users.select('u', total + 1)},"
         f" {reading.users.select('cb', total + 1 + len(reading.users.columns))}"
