@@ -60,6 +60,19 @@ def _statements(op, calls: int) -> float:
         cursor.execute("SET log_min_duration_statement = 0")
         cursor.execute("SET client_min_messages = log")
     raw.add_notice_handler(noted)
+    try:
+        done = _run(op, calls)
+    finally:
+        raw.remove_notice_handler(noted)
+        with connection.cursor() as cursor:
+            cursor.execute("RESET client_min_messages")
+            cursor.execute("RESET log_min_duration_statement")
+    return sum(durations) * 1000 / max(done, 1)
+
+
+def _run(op, calls: int) -> int:
+    """Run ``op`` ``calls`` times, or until its supply runs out (``StopIteration``):
+    how many calls it made."""
     done = 0
     try:
         for _ in range(calls):
@@ -67,12 +80,7 @@ def _statements(op, calls: int) -> float:
             done += 1
     except StopIteration:
         pass
-    finally:
-        raw.remove_notice_handler(noted)
-        with connection.cursor() as cursor:
-            cursor.execute("RESET client_min_messages")
-            cursor.execute("RESET log_min_duration_statement")
-    return sum(durations) * 1000 / max(done, 1)
+    return done
 
 
 def _on_cpu(pid: int | str) -> float:
@@ -98,13 +106,7 @@ def measure(op, calls: int) -> dict:
     cpu = resource.getrusage(resource.RUSAGE_SELF)
     server_cpu = _on_cpu(backend)
     began = time.perf_counter()
-    done = 0
-    try:
-        for _ in range(calls):
-            op()
-            done += 1
-    except StopIteration:
-        pass
+    done = _run(op, calls)
     wall = time.perf_counter() - began
     used = resource.getrusage(resource.RUSAGE_SELF)
     server_cpu = _on_cpu(backend) - server_cpu
