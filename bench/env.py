@@ -60,3 +60,14 @@ def migrate() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def cpu_seconds(pid: int | str) -> float | None:
+    """Seconds process ``pid`` of this machine has run on a CPU (the scheduler's
+    count, in nanoseconds); ``None`` where it cannot be read (a server on another
+    machine)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as stat:
+            return int(stat.read().split()[0]) / 1e9
+    except OSError:
+        return None

@@ -1,14 +1,13 @@
 """Figures that must not grow with size: push/pop by list length, the sweep by backlog."""
 
 import multiprocessing
-import os
 import resource
 import time
 
 from django.db import connection, connections
 
 from agentstate.services.sweep import sweep
-from bench import fill
+from bench import env, fill
 from bench.api_ops import TAG
 
 
@@ -29,17 +28,6 @@ def _rss_kib() -> int:
         return int(statm.read().split()[1]) * resource.getpagesize() // 1024
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    """The CPU time (user and system) process ``pid`` of this machine has used; ``None``
-    where it cannot be read (a server on another machine)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _timed_sweep(results) -> None:
     from array import array
 
@@ -50,7 +38,7 @@ def _timed_sweep(results) -> None:
     with connection.cursor() as cursor:  # the connection the sweep goes on
         cursor.execute("SELECT pg_backend_pid()")
         (server_pid,) = cursor.fetchone()
-    server_before, client_before = _cpu_seconds(server_pid), time.process_time()
+    server_before, client_before = env.cpu_seconds(server_pid), time.process_time()
     batches, last = array("d"), [time.perf_counter()]
 
     def batch_done(label: str, total: int) -> None:
@@ -61,7 +49,7 @@ def _timed_sweep(results) -> None:
     began = last[0]
     result = sweep(progress=batch_done)
     seconds = time.perf_counter() - began
-    client_cpu, server_after = time.process_time() - client_before, _cpu_seconds(server_pid)
+    client_cpu, server_after = time.process_time() - client_before, env.cpu_seconds(server_pid)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     results.put(
         {

@@ -25,6 +25,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -83,12 +84,6 @@ def _run(op, calls: int) -> int:
     return done
 
 
-def _on_cpu(pid: int | str) -> float:
-    """Seconds the process has run on a CPU (the scheduler's count, in nanoseconds)."""
-    with open(f"/proc/{pid}/schedstat") as stat:
-        return int(stat.read().split()[0]) / 1e9
-
-
 def measure(op, calls: int) -> dict:
     from django.db import connection
 
@@ -104,12 +99,12 @@ def measure(op, calls: int) -> dict:
         cursor.execute("SELECT pg_backend_pid()")
         (backend,) = cursor.fetchone()
     cpu = resource.getrusage(resource.RUSAGE_SELF)
-    server_cpu = _on_cpu(backend)
+    server_cpu = cast(float, env.cpu_seconds(backend))
     began = time.perf_counter()
     done = _run(op, calls)
     wall = time.perf_counter() - began
     used = resource.getrusage(resource.RUSAGE_SELF)
-    server_cpu = _on_cpu(backend) - server_cpu
+    server_cpu = cast(float, env.cpu_seconds(backend)) - server_cpu
     with connection.cursor() as cursor:
         after = _functions(cursor)
     statement_us = _statements(op, min(done, 500))
