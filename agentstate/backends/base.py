@@ -562,10 +562,13 @@ class Backend(abc.ABC):
         values: bytes,
         base_id: str | None,
         refuse_fork: bool,
+        writes: bytes | None = None,
     ) -> Put:
         """Store a checkpoint with its channel values (``values``: records of
         ``agentstate.backends.chains`` on those of the checkpoint ``base_id`` of the
         namespace, ``None`` for a snapshot); the thread's puts queue on its row.
+        ``writes``: task writes to it (``chains.encode_writes``'s bytes) that came
+        before it, stored with it after its writes stored as rows.
         Putting one already stored replaces it (its pending writes kept). A fork
         (``parent_id`` already has another child, or a second root of the
         namespace) is stored as ``forked``, or with ``refuse_fork`` refused as

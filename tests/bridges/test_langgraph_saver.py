@@ -29,6 +29,8 @@ def test_the_conformance_suite_passes_every_capability():
 # Beyond the suite: a real graph, forks, round trips, the admin and the sweep.
 
 import operator  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
 from datetime import timedelta  # noqa: E402
 from typing import Annotated, TypedDict  # noqa: E402
 
@@ -40,6 +42,7 @@ from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import interrupt  # noqa: E402
 
+from agentstate.contrib.langgraph import saver as saver_module  # noqa: E402
 from agentstate.exceptions import HistoryForked  # noqa: E402
 from agentstate.models import Checkpoint, CheckpointWrite, Thread  # noqa: E402
 from agentstate.services.sweep import sweep  # noqa: E402
@@ -160,6 +163,133 @@ def test_writes_sent_before_their_checkpoint_join_it_when_it_is_put():
         ("tâsk", "__interrupt__", "asked again"),
         ("tâsk", "a", "ünï"),
     ]
+
+
+def _held_first_put(saver, monkeypatch, first_id):
+    """The saver's backend with its put of ``first_id`` held until ``release`` is
+    set (``entered`` once it is), and its calls of put_checkpoint_writes counted."""
+    backend = saver.backend
+    entered, release, calls = threading.Event(), threading.Event(), []
+    put_checkpoint, put_checkpoint_writes = backend.put_checkpoint, backend.put_checkpoint_writes
+
+    def held(*args, **kwargs):
+        if args[2] == first_id:
+            entered.set()
+            release.wait(10)
+        return put_checkpoint(*args, **kwargs)
+
+    def counted(*args, **kwargs):
+        calls.append(args[2])
+        return put_checkpoint_writes(*args, **kwargs)
+
+    monkeypatch.setattr(backend, "put_checkpoint", held)
+    monkeypatch.setattr(backend, "put_checkpoint_writes", counted)
+    return entered, release, calls
+
+
+def _waiting(saver, checkpoint_id):
+    """Wait until a task's writes to ``checkpoint_id`` wait for its put."""
+    for _ in range(1000):
+        if any(key[2] == checkpoint_id for key in saver._early):
+            return
+        time.sleep(0.005)
+    raise AssertionError("the writes never waited for their checkpoint's put")
+
+
+FIRST = "1f0a0000-0000-6000-8000-0000000000f1"
+SECOND = "1f0a0000-0000-6000-8000-0000000000f2"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_sent_before_their_checkpoints_put_began_are_stored_by_that_put(monkeypatch):
+    """LangGraph puts a graph's checkpoints one after another and sends a step's
+    writes as soon as its tasks end, often before the put of their checkpoint has
+    begun: writes to a checkpoint newer than a put under way in the process wait
+    for their checkpoint's put, which stores them with it (no call of their own,
+    no rows)."""
+    saver = AgentStateSaver()
+    root = saver.put(config("carried"), empty_checkpoint(), {"step": -1}, {})
+    entered, release, calls = _held_first_put(saver, monkeypatch, FIRST)
+    first = threading.Thread(
+        target=saver.put, args=(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
+    )
+    first.start()
+    assert entered.wait(10)
+    at_second = {"configurable": {**root["configurable"], "checkpoint_id": SECOND}}
+    writes = threading.Thread(
+        target=saver.put_writes, args=(at_second, [("a", "ünï"), ("__interrupt__", 2)], "task")
+    )
+    writes.start()
+    _waiting(saver, SECOND)
+    release.set()
+    first.join(10)
+    at_first = {"configurable": {**root["configurable"], "checkpoint_id": FIRST}}
+    saver.put(at_first, {**empty_checkpoint(), "id": SECOND}, {"step": 1}, {})
+    writes.join(10)
+    assert not writes.is_alive()
+    assert calls == []
+    assert not CheckpointWrite.objects.filter(checkpoint_id=SECOND).exists()
+    assert sorted(saver.get_tuple(at_second).pending_writes) == [
+        ("task", "__interrupt__", 2),
+        ("task", "a", "ünï"),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_whose_checkpoint_is_not_put_soon_are_stored_alone(monkeypatch):
+    """Writes waiting for a put that does not come (within CARRY_WAIT) are stored by
+    their own call, as rows until their checkpoint is put."""
+    monkeypatch.setattr(saver_module, "CARRY_WAIT", 0.05)
+    saver = AgentStateSaver()
+    root = saver.put(config("alone"), empty_checkpoint(), {"step": -1}, {})
+    entered, release, calls = _held_first_put(saver, monkeypatch, FIRST)
+    first = threading.Thread(
+        target=saver.put, args=(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
+    )
+    first.start()
+    try:
+        assert entered.wait(10)
+        at_second = {"configurable": {**root["configurable"], "checkpoint_id": SECOND}}
+        saver.put_writes(at_second, [("a", 1)], "task")
+        assert calls == [SECOND]
+        assert CheckpointWrite.objects.filter(checkpoint_id=SECOND).count() == 1
+        assert saver._early == {}
+    finally:
+        release.set()
+        first.join(10)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_a_refused_put_could_not_store_are_stored_alone(monkeypatch):
+    """A put refused (a fork, with on_fork="raise") stores none of the writes that
+    waited for it: each is stored by its own call."""
+    saver = AgentStateSaver(on_fork="raise")
+    root = saver.put(config("refused"), empty_checkpoint(), {"step": -1}, {})
+    saver.put(root, {**empty_checkpoint(), "id": "1f0a0000-0000-6000-8000-0000000000f0"}, {}, {})
+    entered, release, calls = _held_first_put(saver, monkeypatch, FIRST)
+    refused = []
+
+    def put_first():
+        try:
+            saver.put(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
+        except HistoryForked as error:
+            refused.append(error)
+
+    first = threading.Thread(target=put_first)
+    first.start()
+    assert entered.wait(10)
+    at_second = {"configurable": {**root["configurable"], "checkpoint_id": SECOND}}
+    writes = threading.Thread(target=saver.put_writes, args=(at_second, [("a", 1)], "task"))
+    writes.start()
+    _waiting(saver, SECOND)
+    release.set()
+    first.join(10)
+    assert len(refused) == 1  # FIRST's parent, the root, already has a child
+    with pytest.raises(HistoryForked):  # and so has SECOND's
+        saver.put(root, {**empty_checkpoint(), "id": SECOND}, {"step": 1}, {})
+    writes.join(10)
+    assert calls == [SECOND]
+    assert CheckpointWrite.objects.filter(checkpoint_id=SECOND).count() == 1
 
 
 @pytest.mark.postgres_only

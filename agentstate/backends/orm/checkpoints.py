@@ -67,6 +67,7 @@ class CheckpointOperations(Operations):
         values: bytes,
         base_id: str | None,
         refuse_fork: bool,
+        writes: bytes | None = None,
     ) -> Put:
         return self.atomic(
             self._put_checkpoint,
@@ -79,6 +80,7 @@ class CheckpointOperations(Operations):
             values,
             base_id,
             refuse_fork,
+            writes,
         )
 
     def _put_checkpoint(
@@ -92,6 +94,7 @@ class CheckpointOperations(Operations):
         values: bytes,
         base_id: str | None,
         refuse_fork: bool,
+        carried: bytes | None,
     ) -> Put:
         thread = self._touch_thread(thread_id)
         sibling = (
@@ -124,6 +127,8 @@ class CheckpointOperations(Operations):
         )
         if writes:
             early.delete()
+        writes += carried or b""
+        if writes:
             stored = (
                 self.rows(Checkpoint)
                 .filter(thread_id=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)

@@ -34,6 +34,7 @@ class CheckpointOperations(ORMCheckpointOperations):
         values: bytes,
         base_id: str | None,
         refuse_fork: bool,
+        writes: bytes | None = None,
     ) -> Put:
         result = self.call(
             "put_checkpoint",
@@ -46,6 +47,7 @@ class CheckpointOperations(ORMCheckpointOperations):
             p_values=values,
             p_base=base_id,
             p_refuse=refuse_fork,
+            p_writes=writes,
         )
         return Put(forked=bool(result["forked"]), rebase=bool(result.get("rebase")))
 

@@ -30,7 +30,8 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from asgiref.sync import sync_to_async
@@ -62,6 +63,9 @@ STRATEGIES = ("keep_latest", "delete")
 
 # The threads' namespaces whose last put a saver remembers (``_Last``).
 REMEMBERED = 256
+# How long a task's writes wait for their checkpoint's put to take them (``_Early``)
+# before they go alone: LangGraph puts it right after the put under way.
+CARRY_WAIT = 0.5
 
 
 def jsonable(value: Any) -> Any:
@@ -88,6 +92,18 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
             "checkpoint_id": checkpoint_id,
         }
     }
+
+
+@dataclass(eq=False)
+class _Early:
+    """A task's writes (``chains.encode_writes``' bytes) to a checkpoint whose put
+    this process is about to make: that put takes them (``taken``) and stores them
+    with it (``stored``); ``ended`` is set when it is over."""
+
+    data: bytes
+    taken: bool = False
+    stored: bool = False
+    ended: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass(frozen=True)
@@ -191,6 +207,11 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         # the values this saver last put on each thread's namespace, what the next
         # put on that checkpoint stores its own on (``agentstate.backends.chains``)
         self._last: OrderedDict[tuple[str, str], _Last] = OrderedDict()
+        # the puts under way in this process, by thread's namespace and checkpoint id,
+        # each set when it ends; and the task writes waiting for their checkpoint's
+        # put to take them (``put_writes``)
+        self._puts: dict[tuple[str, str], dict[str, threading.Event]] = {}
+        self._early: dict[tuple[str, str, str], builtins.list[_Early]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -330,24 +351,28 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             and last.depth + 1 < chains.CHAIN
             else None
         )
-        while True:
-            records, held = self._records(values, small, checkpoint["channel_versions"], on)
-            body["values_held"] = sorted(held)
-            with self.borrowed.connection():
-                done = self.backend.put_checkpoint(
-                    thread_id,
-                    checkpoint_ns,
-                    checkpoint["id"],
-                    parent,
-                    body,
-                    meta,
-                    chains.encode(records),
-                    None if on is None else on.checkpoint_id,
-                    self.on_fork == "raise",
-                )
-            if not done.rebase or on is None:
-                break
-            on = None  # its base was deleted since: a snapshot instead
+        with self._putting(key, checkpoint["id"]) as early:
+            while True:
+                records, held = self._records(values, small, checkpoint["channel_versions"], on)
+                body["values_held"] = sorted(held)
+                with self.borrowed.connection():
+                    done = self.backend.put_checkpoint(
+                        thread_id,
+                        checkpoint_ns,
+                        checkpoint["id"],
+                        parent,
+                        body,
+                        meta,
+                        chains.encode(records),
+                        None if on is None else on.checkpoint_id,
+                        self.on_fork == "raise",
+                        b"".join(e.data for e in early) or None,
+                    )
+                if not done.rebase or on is None:
+                    break
+                on = None  # its base was deleted since: a snapshot instead
+            for e in early:
+                e.stored = True
         with self._lock:
             self._last[key] = _Last(checkpoint["id"], 0 if on is None else on.depth + 1, held)
             self._last.move_to_end(key)
@@ -363,6 +388,65 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 parent,
             )
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
+
+    @contextmanager
+    def _putting(self, key: tuple[str, str], checkpoint_id: str) -> Iterator[builtins.list[_Early]]:
+        """The put of ``checkpoint_id`` on the thread's namespace ``key``, under way:
+        the task writes to it waiting for it (``put_writes``), taken to be stored
+        with it (each ``stored`` when it is), each told when it is over."""
+        ended = threading.Event()
+        with self._lock:
+            self._puts.setdefault(key, {})[checkpoint_id] = ended
+            early = self._early.pop((*key, checkpoint_id), [])
+            for e in early:
+                e.taken = True
+        try:
+            yield early
+        finally:
+            with self._lock:
+                under_way = self._puts[key]
+                if under_way.get(checkpoint_id) is ended:
+                    del under_way[checkpoint_id]
+                if not under_way:
+                    del self._puts[key]
+            ended.set()
+            for e in early:
+                e.ended.set()
+
+    def _carried(self, key: tuple[str, str], checkpoint_id: str, data: bytes) -> bool:
+        """Whether a task's writes (``data``) to ``checkpoint_id`` were stored by its
+        put, made in this process; otherwise the put under way, if any, is over.
+
+        LangGraph runs a graph's puts and its tasks' writes on threads of their own,
+        each put after the one before, and sends a step's writes as soon as its
+        tasks end: often before the put of their checkpoint has begun. Writes to a
+        checkpoint whose put is under way wait for it (then join its row); writes
+        to one newer than a put under way (LangGraph's ids grow with time) wait for
+        its put, which takes them, for at most ``CARRY_WAIT`` seconds. Either
+        saves the database a wait, and the second a call, with rows of their own
+        it would later move to the checkpoint's row."""
+        with self._lock:
+            under_way = self._puts.get(key, {})
+            put = under_way.get(checkpoint_id)
+            early = None
+            if put is None and any(other < checkpoint_id for other in under_way):
+                early = _Early(data)
+                self._early.setdefault((*key, checkpoint_id), []).append(early)
+        if put is not None:
+            put.wait()
+            return False
+        if early is None:
+            return False
+        early.ended.wait(CARRY_WAIT)
+        with self._lock:
+            if not early.taken:  # no put came for them: they go alone
+                waiting = self._early[(*key, checkpoint_id)]
+                waiting.remove(early)
+                if not waiting:
+                    del self._early[(*key, checkpoint_id)]
+                return False
+        early.ended.wait()
+        return early.stored
 
     def _records(
         self,
@@ -409,14 +493,19 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         for idx, (channel, value) in enumerate(writes):
             key = WRITES_IDX_MAP.get(channel, idx)
             by_idx[key] = (key, channel, *self._dumps(value))
+        thread_id = configurable["thread_id"]
+        checkpoint_ns = configurable.get("checkpoint_ns", "")
+        checkpoint_id = configurable["checkpoint_id"]
+        stored = list(by_idx.values())
+        if self._carried(
+            (thread_id, checkpoint_ns),
+            checkpoint_id,
+            chains.encode_writes(task_id, task_path, stored),
+        ):
+            return
         with self.borrowed.connection():
             self.backend.put_checkpoint_writes(
-                configurable["thread_id"],
-                configurable.get("checkpoint_ns", ""),
-                configurable["checkpoint_id"],
-                task_id,
-                task_path,
-                list(by_idx.values()),
+                thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, stored
             )
 
     def _forget(self) -> None:

@@ -40,7 +40,9 @@ $$;
 -- records on those of p_base, a checkpoint of the namespace; none: a snapshot);
 -- a fork (its parent already has another child, or a second root) is marked, or
 -- refused with p_refuse. A base not stored (deleted since the saver wrote on it)
--- writes nothing and answers rebase: the saver puts a snapshot instead.
+-- writes nothing and answers rebase: the saver puts a snapshot instead. p_writes:
+-- task writes to it (agentstate.backends.chains' form) that came to the saver
+-- before it, stored with it after those stored before it as rows.
 --
 -- A put holds its thread's put lock (agentstate_put_lock) until it ends, so that a
 -- task's writes arriving while it is under way wait for it (below).
@@ -52,7 +54,7 @@ $$;
 -- generic plan is the one they would pick anyway.
 CREATE FUNCTION agentstate_put_checkpoint(
     p_thread text, p_ns text, p_id text, p_parent text, p_checkpoint jsonb, p_metadata jsonb,
-    p_values bytea, p_base text, p_refuse boolean
+    p_values bytea, p_base text, p_refuse boolean, p_writes bytea
 ) RETURNS jsonb
 LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
@@ -97,6 +99,9 @@ BEGIN
         || int4send(length(coalesce(m.blob, ''::bytea))) || coalesce(m.blob, ''::bytea),
         ''::bytea ORDER BY m.id)
     INTO v_writes FROM moved m;
+    IF p_writes IS NOT NULL THEN
+        v_writes := coalesce(v_writes, ''::bytea) || p_writes;
+    END IF;
     INSERT INTO agentstate_checkpoint AS c
         (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint, metadata,
          run_id, step, forked, created_at, values, base_checkpoint_id, writes)
