@@ -28,6 +28,7 @@ def test_the_conformance_suite_passes_every_capability():
 
 # Beyond the suite: a real graph, forks, round trips, the admin and the sweep.
 
+import asyncio  # noqa: E402
 import operator  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
@@ -233,6 +234,47 @@ def test_writes_sent_before_their_checkpoints_put_began_are_stored_by_that_put(m
         ("task", "__interrupt__", 2),
         ("task", "a", "ünï"),
     ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_sent_just_after_the_last_put_wait_for_the_next(monkeypatch):
+    """Writes to a checkpoint newer than the one just put (LangGraph's next put
+    is about to begin on another of its threads) wait for its put, which stores
+    them."""
+    monkeypatch.setattr(saver_module, "JUST_PUT", 10)
+    saver = AgentStateSaver()
+    root = saver.put(config("next"), empty_checkpoint(), {"step": -1}, {})
+    entered, release, calls = _held_first_put(saver, monkeypatch, "none")
+    at_first = saver.put(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
+    at_second = {"configurable": {**root["configurable"], "checkpoint_id": SECOND}}
+    writes = threading.Thread(target=saver.put_writes, args=(at_second, [("a", 1)], "task"))
+    writes.start()
+    _waiting(saver, SECOND)
+    saver.put(at_first, {**empty_checkpoint(), "id": SECOND}, {"step": 1}, {})
+    writes.join(10)
+    assert not writes.is_alive()
+    assert calls == []
+    assert not CheckpointWrite.objects.filter(checkpoint_id=SECOND).exists()
+    assert saver.get_tuple(at_second).pending_writes == [("task", "a", 1)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_async_methods_never_wait_for_a_put_to_come(monkeypatch):
+    """The async methods run every call on one thread, one after another: their
+    writes never wait for a put, which could only come after them."""
+    monkeypatch.setattr(saver_module, "JUST_PUT", 30)
+    saver = AgentStateSaver()
+    entered, release, calls = _held_first_put(saver, monkeypatch, "none")
+
+    async def steps():
+        root = await saver.aput(config("async"), empty_checkpoint(), {"step": -1}, {})
+        await saver.aput(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
+        at_second = {"configurable": {**root["configurable"], "checkpoint_id": SECOND}}
+        await asyncio.wait_for(saver.aput_writes(at_second, [("a", 1)], "task"), 10)
+
+    async_to_sync(steps)()
+    assert calls == [SECOND]
+    assert CheckpointWrite.objects.filter(checkpoint_id=SECOND).count() == 1
 
 
 @pytest.mark.django_db(transaction=True)

@@ -28,6 +28,7 @@ import math
 import random
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -66,6 +67,10 @@ REMEMBERED = 256
 # How long a task's writes wait for their checkpoint's put to take them (``_Early``)
 # before they go alone: LangGraph puts it right after the put under way.
 CARRY_WAIT = 0.5
+# Writes to a checkpoint newer than the one this process put last on the thread's
+# namespace, at most this many seconds ago, wait as long for their put to begin:
+# LangGraph's next put is about to.
+JUST_PUT = 0.05
 
 
 def jsonable(value: Any) -> Any:
@@ -114,6 +119,8 @@ class _Last:
     checkpoint_id: str
     depth: int
     values: dict[str, tuple[str, str, bytes]]
+    # when the put ended (``time.monotonic``)
+    ended: float = 0.0
 
 
 # A channel version as ``get_next_version`` makes it: a 32-digit counter, ".0.", digits.
@@ -374,7 +381,12 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             for e in early:
                 e.stored = True
         with self._lock:
-            self._last[key] = _Last(checkpoint["id"], 0 if on is None else on.depth + 1, held)
+            self._last[key] = _Last(
+                checkpoint["id"],
+                0 if on is None else on.depth + 1,
+                held,
+                time.monotonic(),
+            )
             self._last.move_to_end(key)
             while len(self._last) > REMEMBERED:
                 self._last.popitem(last=False)
@@ -422,15 +434,28 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         each put after the one before, and sends a step's writes as soon as its
         tasks end: often before the put of their checkpoint has begun. Writes to a
         checkpoint whose put is under way wait for it (then join its row); writes
-        to one newer than a put under way (LangGraph's ids grow with time) wait for
-        its put, which takes them, for at most ``CARRY_WAIT`` seconds. Either
-        saves the database a wait, and the second a call, with rows of their own
-        it would later move to the checkpoint's row."""
+        to one newer than a put under way (LangGraph's ids grow with time) wait
+        for their put to begin, at most ``CARRY_WAIT`` seconds, and to one newer
+        than the put that ended last, at most ``JUST_PUT`` seconds after it, wait
+        ``JUST_PUT``; that put takes them. Either saves the database a wait, and
+        the second a call, with rows of their own it would later move to the
+        checkpoint's row."""
         with self._lock:
             under_way = self._puts.get(key, {})
             put = under_way.get(checkpoint_id)
+            last = self._last.get(key)
+            wait = None
+            if put is None:
+                if any(other < checkpoint_id for other in under_way):
+                    wait = CARRY_WAIT
+                elif (
+                    last is not None
+                    and last.checkpoint_id < checkpoint_id
+                    and time.monotonic() - last.ended < JUST_PUT
+                ):
+                    wait = JUST_PUT
             early = None
-            if put is None and any(other < checkpoint_id for other in under_way):
+            if wait is not None:
                 early = _Early(data())
                 self._early.setdefault((*key, checkpoint_id), []).append(early)
         if put is not None:
@@ -438,7 +463,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             return False
         if early is None:
             return False
-        early.ended.wait(CARRY_WAIT)
+        early.ended.wait(wait)
         with self._lock:
             if not early.taken:  # no put came for them: they go alone
                 waiting = self._early[(*key, checkpoint_id)]
@@ -486,6 +511,19 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
+        self._put_writes(config, writes, task_id, task_path, carried=True)
+
+    def _put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str,
+        carried: bool,
+    ) -> None:
+        """``put_writes``; ``carried``: the writes may wait for their checkpoint's
+        put to store them (``_carried``), which the async methods, every call of
+        which runs on one thread, one after another, must not."""
         configurable = config["configurable"]
         # A special channel written twice in one call (LangGraph writes ``__resume__``
         # once per answered interrupt of a node) keeps its last write, as LangGraph's
@@ -498,7 +536,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         checkpoint_ns = configurable.get("checkpoint_ns", "")
         checkpoint_id = configurable["checkpoint_id"]
         stored = list(by_idx.values())
-        if self._carried(
+        if carried and self._carried(
             (thread_id, checkpoint_ns),
             checkpoint_id,
             lambda: chains.encode_writes(task_id, task_path, stored),
@@ -583,7 +621,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await sync_to_async(self.put_writes)(config, writes, task_id, task_path)
+        await sync_to_async(self._put_writes)(config, writes, task_id, task_path, False)
 
     async def adelete_thread(self, thread_id: str) -> None:
         await sync_to_async(self.delete_thread)(thread_id)
