@@ -89,16 +89,6 @@ class Array:
         self.type = type
 
 
-def _placeholder(arg: Any) -> str:
-    if isinstance(arg, Json):
-        return "%s::jsonb"
-    if isinstance(arg, Array):
-        return f"%s::{arg.type}[]"
-    if isinstance(arg, list):
-        return "%s::text[]"
-    return "%s"
-
-
 def call(alias: str, function: str, **params: Any) -> Any:
     """One call of a database function returning JSON: its result, decoded.
 
@@ -110,7 +100,8 @@ def call(alias: str, function: str, **params: Any) -> Any:
     (``is_retryable``); inside a caller's transaction, a savepoint of it, so
     that an error leaves the caller's transaction usable.
     """
-    row = _run(alias, f"SELECT {function}({_arguments(params)})", _params(params))
+    arguments, values = _bound(params)
+    row = _run(alias, f"SELECT {function}({arguments})", values)
     assert row is not None
     (result,) = row
     return decoded(result)
@@ -126,41 +117,47 @@ def call_row(alias: str, function: str, **params: Any) -> tuple[Any, ...] | None
     """The first row of a set-returning database function (``None``: no row), its
     columns as the driver decodes them; the arguments and the transaction as
     ``call``'s."""
+    arguments, values = _bound(params)
     return cast(
-        tuple[Any, ...] | None,
-        _run(alias, f"SELECT * FROM {function}({_arguments(params)})", _params(params)),
+        tuple[Any, ...] | None, _run(alias, f"SELECT * FROM {function}({arguments})", values)
     )
 
 
 def call_rows(alias: str, function: str, **params: Any) -> list[tuple[Any, ...]]:
     """Every row of a set-returning database function; as ``call_row``."""
+    arguments, values = _bound(params)
     return cast(
-        list[tuple[Any, ...]],
-        _run(alias, f"SELECT * FROM {function}({_arguments(params)})", _params(params), True),
+        list[tuple[Any, ...]], _run(alias, f"SELECT * FROM {function}({arguments})", values, True)
     )
 
 
-def _arguments(params: dict[str, Any]) -> str:
-    return _named(tuple((name, _placeholder(arg)) for name, arg in params.items()))
+def _bound(params: dict[str, Any]) -> tuple[str, list[Any]]:
+    """A call's argument list (``p_name => %s``, cast by the argument's kind) and its
+    values, in one pass: ``Json`` as its text, ``Array`` as its list, a list as a
+    ``text[]``'s text (``_text_array``), anything else as it is."""
+    shape = []
+    values: list[Any] = []
+    for name, arg in params.items():
+        kind = type(arg)
+        if kind is Json:
+            shape.append((name, "%s::jsonb"))
+            values.append(json.dumps(arg.value, allow_nan=False, ensure_ascii=False))
+        elif kind is Array:
+            shape.append((name, f"%s::{arg.type}[]"))
+            values.append(arg.values)
+        elif isinstance(arg, list):
+            shape.append((name, "%s::text[]"))
+            values.append(_text_array(arg))
+        else:
+            shape.append((name, "%s"))
+            values.append(arg)
+    return _named(tuple(shape)), values
 
 
 @functools.lru_cache(maxsize=1024)
 def _named(arguments: tuple[tuple[str, str], ...]) -> str:
     """A call's argument list, made once per shape of call."""
     return ", ".join(f"{name} => {placeholder}" for name, placeholder in arguments)
-
-
-def _params(params: dict[str, Any]) -> list[Any]:
-    return [
-        json.dumps(a.value, allow_nan=False, ensure_ascii=False)
-        if isinstance(a, Json)
-        else a.values
-        if isinstance(a, Array)
-        else _text_array(a)
-        if isinstance(a, list)
-        else a
-        for a in params.values()
-    ]
 
 
 def _text_array(values: list[Any]) -> str:

@@ -29,7 +29,7 @@ import random
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -413,9 +413,10 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             for e in early:
                 e.ended.set()
 
-    def _carried(self, key: tuple[str, str], checkpoint_id: str, data: bytes) -> bool:
-        """Whether a task's writes (``data``) to ``checkpoint_id`` were stored by its
-        put, made in this process; otherwise the put under way, if any, is over.
+    def _carried(self, key: tuple[str, str], checkpoint_id: str, data: Callable[[], bytes]) -> bool:
+        """Whether a task's writes (``data()``: their bytes) to ``checkpoint_id`` were
+        stored by its put, made in this process; otherwise the put under way, if
+        any, is over.
 
         LangGraph runs a graph's puts and its tasks' writes on threads of their own,
         each put after the one before, and sends a step's writes as soon as its
@@ -430,7 +431,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             put = under_way.get(checkpoint_id)
             early = None
             if put is None and any(other < checkpoint_id for other in under_way):
-                early = _Early(data)
+                early = _Early(data())
                 self._early.setdefault((*key, checkpoint_id), []).append(early)
         if put is not None:
             put.wait()
@@ -500,7 +501,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         if self._carried(
             (thread_id, checkpoint_ns),
             checkpoint_id,
-            chains.encode_writes(task_id, task_path, stored),
+            lambda: chains.encode_writes(task_id, task_path, stored),
         ):
             return
         with self.borrowed.connection():

@@ -418,9 +418,12 @@ BEGIN
             'run', to_jsonb(rn), 'created', false, 'events', '[]'::jsonb);
     END IF;
     decided := agentstate_decision(rn.id, p_tool, p_call);
-    SELECT r.approved_always IS TRUE OR r.rejected_always IS TRUE INTO permanent
-    FROM agentstate_approvalrecord r WHERE r.run_id = rn.id AND r.tool_name = p_tool;
-    IF decided IS NULL THEN
+    -- whether the records decided it for good: read only when they decided it
+    -- (undecided, the request's "always" is false whatever the record holds)
+    IF decided IS NOT NULL THEN
+        SELECT r.approved_always IS TRUE OR r.rejected_always IS TRUE INTO permanent
+        FROM agentstate_approvalrecord r WHERE r.run_id = rn.id AND r.tool_name = p_tool;
+    ELSE
         pol := agentstate_deciding_policy(rn, p_tool, p_arguments);  -- no function scan
         pol_id := pol.policy_id;
         pol_approve := pol.approve;
