@@ -89,3 +89,72 @@ def test_a_page_s_rows_read_as_their_serializer_shows_each(alice, zone):
             assert [list(item) for item in shown] == [list(serializer(r).data) for r in rows]
         shown_at = represent_rows(PauseSerializer, listings[0][1][:1])[0]["created_at"]
         assert shown_at.endswith("Z") == (zone == "UTC")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris", "America/St_Johns"])
+def test_the_listings_pages_show_as_their_serializers_do(alice, make_user, zone):
+    """The three pages as their backend reads them (on PostgreSQL, each row built from
+    its columns, times read by psycopg's loader) and shown by ``represent_rows``
+    (one compiled function a serializer and row class): the same items, in the same
+    key order, rendered to the same bytes as the declared serializers' own output,
+    over rows with nulls, odd JSON, decided and voted requests and times in and
+    out of the current zone's summer time."""
+    from datetime import timedelta
+
+    from django.contrib.auth.models import Group
+    from django.db.models.functions import Now
+    from django.utils import timezone
+    from rest_framework.renderers import JSONRenderer
+
+    from agentstate.api.base import represent_rows
+    from agentstate.api.events.serializers import EventSerializer
+    from agentstate.api.pauses.serializers import PauseSerializer
+    from agentstate.api.runs.serializers import ApprovalRequestSerializer
+    from agentstate.models import ApprovalRequest, PausedRun
+    from agentstate.services import approvals, oversight, pauses, runs, trail
+
+    payloads = [
+        None,
+        {"b": [1, None, 1.5, -0.0, 10**20], "a": "é\u2028\U0001f600", "": {}},
+        "text",
+        [],
+        3.25,
+        True,
+    ]
+    for n, payload in enumerate(payloads):
+        pauses.put("chat", f"c{n}", "alice", payload, by=alice if n % 2 else None)
+    question = PausedRun.objects.get(tool_call_id="c1").question_id
+    pauses.claim("chat", "c1", "alice", question)
+    pauses.resolve("chat", "c1")
+    PausedRun.objects.filter(tool_call_id="c2").update(expires_at=Now() - timedelta(seconds=1))
+    # Times in winter and in summer of the zones that have one.
+    PausedRun.objects.filter(tool_call_id="c3").update(created_at=Now() - timedelta(days=180))
+
+    team = Group.objects.create(name="team")
+    carol = make_user("carol", "agentstate.decide_approvalrequest")
+    carol.groups.add(team)
+    oversight.create_rule("pay", approvals_required=2, reviewers=team)
+    run = runs.create_run("run-1", {"t": 1}, user=alice)
+    voted = approvals.request_approval(run, "pay", "c1", {"amount": 10})
+    approvals.decide(voted, "approve", by=carol, reason="ok ✓")
+    decided = approvals.request_approval(run, "mail", "c2", {"to": "a@b.c"})
+    approvals.decide(decided, "approve", by=carol, arguments={"to": "x@y.z"})
+    approvals.request_approval(run, "mail", "c3", None)
+    stale = approvals.request_approval(run, "mail", "c4", [1, 2])
+    ApprovalRequest.objects.filter(pk=stale.pk).update(created_at=Now() - timedelta(days=400))
+
+    pages = [
+        (PauseSerializer, pauses.pauses_page(limit=50).rows),
+        (EventSerializer, trail.events_page(limit=100).rows),
+        (ApprovalRequestSerializer, approvals.requests_page(limit=50).rows),
+    ]
+    renderer = JSONRenderer()
+    with timezone.override(zone):
+        for serializer, rows in pages:
+            assert len(rows) > 3, serializer
+            shown = represent_rows(serializer, rows)
+            declared = serializer(rows, many=True).data
+            assert shown == declared, serializer
+            assert [list(item) for item in shown] == [list(item) for item in declared]
+            assert renderer.render(shown) == renderer.render(declared), serializer

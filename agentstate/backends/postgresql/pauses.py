@@ -11,9 +11,11 @@ from django.db.models import Field
 
 from agentstate.backends.base import Changed, Page, PauseFilters
 from agentstate.backends.events import from_json as events_from_json
-from agentstate.db import Columns, Json, cursor, from_json, where_clause
+from agentstate.db import Columns, Json, from_json, where_clause
 from agentstate.models import PausedRun
 from agentstate.types import Actor, Reach
+
+from .reading import reading_cursor
 
 Status = PausedRun.Status
 # The filters of a listing that compare a column with the value given.
@@ -111,7 +113,7 @@ class PauseOperations:
         if reach is not None:
             params.update(creator=reach.user_id, username=reach.username)
         statement = _page_statement(named, status, reach is not None)
-        with cursor(connections[self.alias]) as c:
+        with reading_cursor(connections[self.alias]) as c:
             c.execute(statement, {**params, "limit": limit, "offset": offset})
             rows = c.fetchall()
         pause_of = _page_columns().builder(self.alias)

@@ -26,11 +26,14 @@ from agentstate.policies import DECIDED_BY_POLICY, POLICY_ACTOR
 from agentstate.records import DECIDED_BY_RECORDS
 from agentstate.types import Actor, Reach, Records, Verdict, arguments_digest
 
+from .reading import reading_cursor
+
 Status = ApprovalRequest.Status
 # Where a row keeps its related objects (``_state.fields_cache``), as select_related does.
 _RUN, _DECIDED_BY = (
     cast(Any, ApprovalRequest._meta.get_field(name)).cache_name for name in ("run", "decided_by")
 )
+
 _BY = cast(Any, Vote._meta.get_field("by")).cache_name
 
 
@@ -126,7 +129,7 @@ class RunOperations:
             "limit": limit,
             "offset": offset,
         }
-        with cursor(connections[self.alias]) as c:
+        with reading_cursor(connections[self.alias]) as c:
             c.execute(_page_statement(shape), params)
             rows = c.fetchall()
         reading = _page_columns()

@@ -10,9 +10,11 @@ from django.db import connections
 from django.db.models import Field
 
 from agentstate.backends.base import EventFilters, Page
-from agentstate.db import Columns, cursor, where_clause
+from agentstate.db import Columns, where_clause
 from agentstate.models import ApprovalRequest, Event, Run
 from agentstate.types import Reach
+
+from .reading import reading_cursor
 
 # The filters of a listing that compare a column with the value given.
 EQUAL = ("kind", "object_type", "object_id")
@@ -40,7 +42,7 @@ class TrailOperations:
             params.update(
                 creator=reach.user_id, username=reach.username, types=list(reach.object_types)
             )
-        with cursor(connections[self.alias]) as c:
+        with reading_cursor(connections[self.alias]) as c:
             c.execute(_page_statement(shape), params)
             rows = c.fetchall()
         reading = _page_columns()
