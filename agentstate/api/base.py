@@ -5,17 +5,12 @@ authentication comes from the site's DRF settings.
 
 import functools
 import io
-import keyword
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import IO, Any, cast
+from typing import IO, Any
 
 from django.conf import settings
-from django.core.exceptions import FieldDoesNotExist
-from django.db import models
 from django.db.models import QuerySet
-from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor
-from django.db.models.query_utils import DeferredAttribute
 from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import ISO_8601, serializers
@@ -188,14 +183,15 @@ def represent_in(serializer_class: type[serializers.Serializer], rows: Any, zone
     shown_by = _shared(serializer_class)
     if type(shown_by).to_representation is not serializers.Serializer.to_representation:
         return [shown_by.to_representation(row) for row in rows]  # its own way
+    readers = _readers(serializer_class)
     shown: list[Any] = []
-    kind: Any = None
-    show: Reader = _show_by_fields(serializer_class)
     for row in rows:
-        if row.__class__ is not kind:  # a page's rows are all of one class
-            kind = row.__class__
-            show = _shower(serializer_class, kind)
-        shown.append(show(row, zone))
+        item = {}
+        for name, read in readers:
+            value = read(row, zone)
+            if value is not _SKIP:
+                item[name] = value
+        shown.append(item)
     return shown
 
 
@@ -213,166 +209,6 @@ def _readers(serializer_class: type[serializers.Serializer]) -> list[tuple[str, 
     other field through its own ``get_attribute`` and ``to_representation``."""
     return [
         (field.field_name, _reader(field)) for field in _shared(serializer_class)._readable_fields
-    ]
-
-
-@functools.cache
-def _show_by_fields(serializer_class: type[serializers.Serializer]) -> Reader:
-    """What shows one row field by field (``_readers``), as ``to_representation`` does."""
-    readers = _readers(serializer_class)
-
-    def show(row: Any, zone: Any) -> Any:
-        item = {}
-        for name, read in readers:
-            value = read(row, zone)
-            if value is not _SKIP:
-                item[name] = value
-        return item
-
-    return show
-
-
-@functools.cache
-def _shower(serializer_class: type[serializers.Serializer], row_class: type) -> Reader:
-    """What shows a row of ``row_class`` as ``_show_by_fields`` does, written once as
-    one function of its own (Python source, compiled here) rather than a call per
-    field: about 0.3 µs a field less, most of a row's showing.
-
-    A field is read inline where what DRF shows is known from the row's class alone:
-    a concrete column of a model (never missing, never callable) shown as
-    ``_CONVERTERS`` has it, a related row's column through its cached relation
-    (``SlugRelatedField``, ``run.run_id``), a ``SerializerMethodField``'s method, a
-    field's own ``read_row``; any other through its reader (``_reader``). Anything
-    unusual in a row (a related row missing or not cached as ``None``, a time not
-    aware or not in a time zone, a reader's field left out, any error) shows that
-    row field by field instead, as DRF would."""
-    shown_by = _shared(serializer_class)
-    by_fields = _show_by_fields(serializer_class)
-    meta = row_class._meta if issubclass(row_class, models.Model) else None
-    scope: dict[str, Any] = {
-        "by_fields": by_fields,
-        "SKIP": _SKIP,
-        "datetime": datetime,
-        "UTC": UTC,
-    }
-    lines: list[str] = []
-    items: list[str] = []
-    cached = False
-    for i, (field, (name, read)) in enumerate(
-        zip(shown_by._readable_fields, _readers(serializer_class), strict=True)
-    ):
-        v = f"v{i}"
-        scope[f"r{i}"] = read
-        code, uses_cache = _inline(field, meta, v, f"r{i}", scope)
-        cached = cached or uses_cache
-        lines += code
-        items.append(f"{name!r}: {v}")
-    source = "\n".join(
-        [
-            "def show(row, zone):",
-            "    try:",
-            *(["        cache = row._state.fields_cache"] if cached else []),
-            *(f"        {line}" for line in lines),
-            "    except Exception:",
-            "        return by_fields(row, zone)  # as DRF has it, its errors too",
-            f"    return {{{', '.join(items)}}}",
-        ]
-    )
-    exec(compile(source, f"<shower of {serializer_class.__qualname__}>", "exec"), scope)  # noqa: S102
-    return cast(Reader, scope["show"])
-
-
-def _column(meta: Any, attr: str) -> Any:
-    """The concrete field of ``meta`` whose attribute ``attr`` holds its column's value
-    as read (not a related row), or ``None``."""
-    if meta is None or not attr.isidentifier() or keyword.iskeyword(attr):
-        return None
-    try:
-        field = meta.get_field(attr)
-    except FieldDoesNotExist:
-        return None
-    if not field.concrete or field.attname != attr:
-        return None
-    plain = isinstance(getattr(meta.model, attr, None), DeferredAttribute)
-    return field if plain else None
-
-
-def _relation(meta: Any, attr: str) -> Any:
-    """The forward relation (a foreign key) of ``meta`` named ``attr``, or ``None``."""
-    if meta is None or not attr.isidentifier() or keyword.iskeyword(attr):
-        return None
-    try:
-        field = meta.get_field(attr)
-    except FieldDoesNotExist:
-        return None
-    if not (field.concrete and field.is_relation and field.many_to_one and field.name == attr):
-        return None
-    plain = isinstance(getattr(meta.model, attr, None), ForwardManyToOneDescriptor)
-    return field if plain else None
-
-
-def _inline(
-    field: Any, meta: Any, v: str, read: str, scope: dict[str, Any]
-) -> tuple[list[str], bool]:
-    """The lines that set ``v`` to ``field`` of ``row`` as DRF shows it (``read``: its
-    reader), and whether they read ``cache`` (the row's cached related rows)."""
-    by_reader = [f"{v} = {read}(row, zone)", f"if {v} is SKIP: return by_fields(row, zone)"]
-    kind = type(field)
-    if getattr(field, "read_row", None) is not None:
-        return [f"{v} = {read}(row, zone)"], False
-    if kind is serializers.SerializerMethodField:
-        scope[f"m{v}"] = getattr(field.parent, field.method_name)
-        return [f"{v} = m{v}(row)"], False
-    attrs = field.source_attrs
-    if kind is serializers.SlugRelatedField and len(attrs) == 1 and "__" not in field.slug_field:
-        relation = _relation(meta, attrs[0])
-        slug = field.slug_field
-        if relation is None or not slug.isidentifier() or keyword.iskeyword(slug):
-            return by_reader, False
-        return [
-            *_related(v, relation),
-            f"if {v} is not None: {v} = {v}.{slug}",
-        ], True
-    convert = _CONVERTERS.get(kind)
-    if convert is None or not _plain(field) or not 1 <= len(attrs) <= 2:
-        return by_reader, False
-    if len(attrs) == 2:  # through a related row (``run.run_id``)
-        relation = _relation(meta, attrs[0])
-        column = None if relation is None else _column(relation.related_model._meta, attrs[1])
-        if column is None:
-            return by_reader, False
-        lines = [*_related(v, relation), f"if {v} is None: return by_fields(row, zone)"]
-        lines.append(f"{v} = {v}.{attrs[1]}")
-    else:
-        if _column(meta, attrs[0]) is None:
-            return by_reader, False
-        lines = [f"{v} = row.{attrs[0]}"]
-    if kind is serializers.DateTimeField:
-        return [
-            *lines,
-            f"if {v} is not None:",
-            f"    if {v}.tzinfo is zone is UTC and {v}.__class__ is datetime:",
-            f"        {v} = {v}.isoformat()[:-6] + 'Z'",
-            f"    elif zone is not None and {v}.__class__ is datetime"
-            f" and {v}.utcoffset() is not None:",
-            f"        {v} = {v}.astimezone(zone).isoformat()",
-            f"        if {v}.endswith('+00:00'): {v} = {v}[:-6] + 'Z'",
-            "    else: return by_fields(row, zone)",
-        ], len(attrs) == 2
-    if convert is str:  # a column's text is read as str already
-        lines.append(f"if {v}.__class__ is not str and {v} is not None: {v} = str({v})")
-    elif convert is not _same:
-        scope[f"c{v}"] = convert
-        lines.append(f"if {v} is not None: {v} = c{v}({v})")
-    return lines, len(attrs) == 2
-
-
-def _related(v: str, relation: Any) -> list[str]:
-    """The lines that set ``v`` to the row's related row by ``relation``: as cached
-    (``select_related``, a page's join), else through its descriptor, as DRF reads it."""
-    return [
-        f"{v} = cache.get({relation.cache_name!r})",
-        f"if {v} is None: {v} = row.{relation.name}",
     ]
 
 
