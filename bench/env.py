@@ -62,6 +62,20 @@ def migrate() -> None:
     call_command("migrate", verbosity=0)
 
 
+def rest_site() -> tuple[dict, dict]:
+    """The demo site as the REST section serves it (``bench.site_settings``) on the
+    benchmark's database, made and migrated, with the baselines' rows: its callers
+    (``bench.web.users``) and their tokens."""
+    create_database()
+    setup_django("bench.site_settings")
+    migrate()
+    from bench import api_ops, web
+
+    api_ops.prepare_baselines()
+    callers = web.users()
+    return callers, {caller: token for caller, (_, token) in callers.items()}
+
+
 def cpu_seconds(pid: int | str) -> float | None:
     """Seconds process ``pid`` of this machine has run on a CPU (the scheduler's
     count, in nanoseconds); ``None`` where it cannot be read (a server on another

@@ -88,14 +88,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-fill", action="store_true")
     args = parser.parse_args()
-    env.create_database()
-    env.setup_django("bench.site_settings")
-    env.migrate()
-    from bench import api_ops, web
+    callers, tokens = env.rest_site()
+    from bench import web
 
-    api_ops.prepare_baselines()
-    callers = web.users()
-    tokens = {caller: token for caller, (_, token) in callers.items()}
     if args.no_fill:
         by_name = {e.name: e for e in _unfilled_endpoints()}
     else:

@@ -51,19 +51,14 @@ def main() -> None:
         help="also each page of 20 as a page of 1: the difference is 19 rows' cost",
     )
     args = parser.parse_args()
-    env.create_database()
-    env.setup_django("bench.site_settings")
-    env.migrate()
+    callers, tokens = env.rest_site()
     from django.core.handlers.wsgi import WSGIHandler
     from django.db import connection
     from django.test.client import RequestFactory
     from django.test.utils import CaptureQueriesContext
 
-    from bench import api_ops, web
+    from bench import web
 
-    api_ops.prepare_baselines()
-    callers = web.users()
-    tokens = {caller: token for caller, (_, token) in callers.items()}
     measured = web.endpoints(8, callers["owner"][0])
     if args.page_of_1:
         measured += [
