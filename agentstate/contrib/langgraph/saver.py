@@ -380,16 +380,18 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 on = None  # its base was deleted since: a snapshot instead
             for e in early:
                 e.stored = True
-        with self._lock:
-            self._last[key] = _Last(
-                checkpoint["id"],
-                0 if on is None else on.depth + 1,
-                held,
-                time.monotonic(),
-            )
-            self._last.move_to_end(key)
-            while len(self._last) > REMEMBERED:
-                self._last.popitem(last=False)
+            # remembered before the put stops being under way: writes that come in
+            # between see one or the other (``_carried``)
+            with self._lock:
+                self._last[key] = _Last(
+                    checkpoint["id"],
+                    0 if on is None else on.depth + 1,
+                    held,
+                    time.monotonic(),
+                )
+                self._last.move_to_end(key)
+                while len(self._last) > REMEMBERED:
+                    self._last.popitem(last=False)
         if done.forked:
             logger.warning(
                 "LangGraph thread %r (namespace %r) forked: checkpoint %s put on %s, "
