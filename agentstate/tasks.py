@@ -148,7 +148,8 @@ class _Publisher:
 
 
 class _Closed(Exception):
-    pass
+    """What a publisher closes its publish batch with, so that the batch drops what
+    it may hold (after a failed publish) instead of sending it."""
 
 
 class _Handoff:
