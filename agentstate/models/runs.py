@@ -169,7 +169,6 @@ class ApprovalRequest(models.Model):
         blank=True,
         related_name="+",
         verbose_name=_("decided by"),
-        db_index=False,  # agentstate_request_decider: a pending request has none
     )
     decided_at = models.DateTimeField(_("decided at"), null=True, blank=True)
     reason = models.TextField(_("reason"), blank=True)
@@ -284,8 +283,6 @@ class ApprovalRequest(models.Model):
                 name="agentstate_request_creator",
             ),
             where_set("policy", "agentstate_request_policy"),
-            # who decided (a user's deletion sets it NULL): no entry while pending
-            where_set("decided_by", "agentstate_request_decider"),
             models.Index(
                 fields=["deadline"],
                 condition=Q(status=RequestStatus.PENDING, deadline__isnull=False),
