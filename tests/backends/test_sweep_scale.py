@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 ROWS = 100_000
 SAMPLE = 10_000
 
+DIGITS = "(SELECT 0 AS d UNION ALL " + " UNION ALL ".join(f"SELECT {d}" for d in range(1, 10)) + ")"
 FILL = {
     "postgresql": """
         INSERT INTO agentstate_pausedrun
@@ -36,12 +37,26 @@ FILL = {
                'pending', %s, datetime('now', '-1 hour'), datetime('now', '-5 minutes'), ''
         FROM n
     """,
+    # MySQL stops a recursive CTE at 1,000 rows unless told otherwise: the
+    # numbers come from five joined tables of ten digits instead.
+    "mysql": f"""
+        INSERT INTO agentstate_pausedrun
+            (chat_id, tool_call_id, owner, question_id, status, payload, created_at, expires_at, claimed_by)
+        SELECT CONCAT('chat-', i DIV 100), CONCAT('call-', i), CONCAT('user-', MOD(i, 50)),
+               REPLACE(UUID(), '-', ''), 'pending', %s,
+               UTC_TIMESTAMP(6) - INTERVAL 1 HOUR, UTC_TIMESTAMP(6) - INTERVAL 5 MINUTE, ''
+        FROM (
+            SELECT 1 + a.d + 10 * b.d + 100 * c.d + 1000 * e.d + 10000 * f.d AS i
+            FROM {DIGITS} a, {DIGITS} b, {DIGITS} c, {DIGITS} e, {DIGITS} f
+        ) AS n
+        WHERE i <= %s
+    """,
 }
 PAYLOAD = '{"messages": ["aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"], "step": 7}'
 
 
 def fill() -> None:
-    params = [PAYLOAD, ROWS] if connection.vendor == "postgresql" else [ROWS, PAYLOAD]
+    params = [ROWS, PAYLOAD] if connection.vendor == "sqlite" else [PAYLOAD, ROWS]
     with connection.cursor() as cursor:
         cursor.execute(FILL[connection.vendor], params)
 
