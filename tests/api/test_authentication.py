@@ -82,3 +82,38 @@ def test_permission_checks_cost_no_query_and_changes_hold_from_the_next_request(
     user, _ = TokenAuthentication().authenticate_credentials(key)
     assert not user.has_perm("agentstate.view_run")
     assert not user.has_perm("agentstate.decide_approvalrequest")
+
+
+@pytest.mark.parametrize("prepares", [True, False])
+def test_a_connection_that_prepares_nothing_reads_the_token_by_its_function(
+    make_user, is_postgres, prepares
+):
+    """Without prepared statements the lookup goes through ``agentstate_token``, which
+    keeps its plan; the token, user and permissions read are the same either way."""
+    if not is_postgres:
+        pytest.skip("PostgreSQL's backend")
+    from django.contrib.auth.models import Group, Permission
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    service = make_user("service", "agentstate.view_run")
+    group = Group.objects.create(name="reviewers")
+    group.permissions.add(Permission.objects.get(codename="decide_approvalrequest"))
+    service.groups.add(group)
+    token = Token.objects.create(user=service)
+    connection.ensure_connection()
+    raw = connection.connection
+    kept = raw.prepare_threshold
+    raw.prepare_threshold = 5 if prepares else None
+    try:
+        with CaptureQueriesContext(connection) as queries:
+            user, auth = TokenAuthentication().authenticate_credentials(token.key)
+            unknown = by_token("0" * 40).get("/api/context/?scope=nothing")
+    finally:
+        raw.prepare_threshold = kept
+    assert ("agentstate_token" in queries[0]["sql"]) is not prepares
+    assert (user.pk, user.username, user.password) == (service.pk, "service", service.password)
+    assert (auth.key, auth.created) == (token.key, token.created)
+    assert user._user_perm_cache == {"agentstate.view_run"}
+    assert user._group_perm_cache == {"agentstate.decide_approvalrequest"}
+    assert unknown.status_code == 401

@@ -1,0 +1,3 @@
+-- 0016, undone: no token function (the lookup is sent as a statement).
+
+DROP FUNCTION agentstate_token(text);
