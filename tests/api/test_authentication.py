@@ -84,14 +84,11 @@ def test_permission_checks_cost_no_query_and_changes_hold_from_the_next_request(
     assert not user.has_perm("agentstate.decide_approvalrequest")
 
 
+@pytest.mark.postgres_only
 @pytest.mark.parametrize("prepares", [True, False])
-def test_a_connection_that_prepares_nothing_reads_the_token_by_its_function(
-    make_user, is_postgres, prepares
-):
+def test_a_connection_that_prepares_nothing_reads_the_token_by_its_function(make_user, prepares):
     """Without prepared statements the lookup goes through ``agentstate_token``, which
     keeps its plan; the token, user and permissions read are the same either way."""
-    if not is_postgres:
-        pytest.skip("PostgreSQL's backend")
     from django.contrib.auth.models import Group, Permission
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
