@@ -13,6 +13,7 @@ from django.db import (
     models,
     transaction,
 )
+from django.db.backends import utils as django_cursors
 from django.db.models import DEFERRED, Count, Window, signals
 from django.db.models.base import ModelState
 from django.utils.asyncio import async_unsafe
@@ -187,13 +188,20 @@ def _run(alias: str, sql: str, params: list[Any], every: bool = False) -> Any:
 
 
 def _fetch(connection: Any, sql: str, params: list[Any], every: bool) -> Any:
-    if connection.queries_logged or connection.execute_wrappers:
-        # Django's cursor wrapper: the query log (DEBUG, CaptureQueriesContext) and
-        # the execute wrappers see the statement
+    if connection.queries_logged or connection.execute_wrappers or _instrumented():
+        # Django's cursor wrapper: the query log (DEBUG, CaptureQueriesContext), the
+        # execute wrappers and a tool that patched the wrapper see the statement
         with cursor(connection) as c:
             c.execute(sql, params)
             return c.fetchall() if every else c.fetchone()
     return _fetch_direct(connection, sql, params, every)
+
+
+def _instrumented() -> bool:
+    """Whether something replaced Django's ``CursorWrapper.execute`` (an APM agent,
+    such as Sentry's, patches it to see every query)."""
+    execute: Any = django_cursors.CursorWrapper.execute
+    return bool(execute.__code__.co_filename != django_cursors.__file__)
 
 
 @async_unsafe

@@ -50,3 +50,18 @@ def test_a_call_from_async_code_is_refused():
 
     with pytest.raises(SynchronousOnlyOperation):
         asyncio.run(inside_a_loop())
+
+
+def test_a_tool_that_patched_django_s_cursor_wrapper_sees_a_call(monkeypatch):
+    from django.db.backends.utils import CursorWrapper
+
+    seen = []
+    execute = CursorWrapper.execute
+
+    def patched(self, sql, params=None):
+        seen.append(sql)
+        return execute(self, sql, params)
+
+    monkeypatch.setattr(CursorWrapper, "execute", patched)
+    context.put("driver-path", "v", 4)
+    assert any("agentstate_put" in sql for sql in seen)
