@@ -240,12 +240,14 @@ def cursor(connection: Any) -> Any:
     """
     connection.close_if_health_check_failed()
     connection.ensure_connection()
+    if getattr(connection.connection, "prepare_threshold", None) is None:
+        return connection.cursor()
     with connection.wrap_database_errors:
-        return connection._prepare_cursor(_driver_cursor(connection))
+        return connection._prepare_cursor(_preparing()(connection.connection))
 
 
 def _driver_cursor(connection: Any) -> Any:
-    """The driver's cursor of ``cursor``: Django's own (``create_cursor``), or one
+    """The driver's cursor ``cursor`` wraps: Django's own (``create_cursor``), or one
     binding on the server where the connection prepares statements."""
     if getattr(connection.connection, "prepare_threshold", None) is None:
         return connection.create_cursor()
