@@ -240,16 +240,22 @@ def cursor(connection: Any) -> Any:
     """
     connection.close_if_health_check_failed()
     connection.ensure_connection()
-    if getattr(connection.connection, "prepare_threshold", None) is None:
+    if not prepares(connection):
         return connection.cursor()
     with connection.wrap_database_errors:
         return connection._prepare_cursor(_preparing()(connection.connection))
 
 
+def prepares(connection: Any) -> bool:
+    """Whether ``connection`` (open) prepares statements: its psycopg connection's
+    ``prepare_threshold``, from ``OPTIONS``, is set."""
+    return getattr(connection.connection, "prepare_threshold", None) is not None
+
+
 def _driver_cursor(connection: Any) -> Any:
     """The driver's cursor ``cursor`` wraps: Django's own (``create_cursor``), or one
     binding on the server where the connection prepares statements."""
-    if getattr(connection.connection, "prepare_threshold", None) is None:
+    if not prepares(connection):
         return connection.create_cursor()
     return _preparing()(connection.connection)
 

@@ -22,7 +22,7 @@ from django.db import connections
 from django.db.models import Field, ManyToManyField, Model
 from django.db.models.options import Options
 
-from agentstate.db import cursor, decoded, from_json
+from agentstate.db import cursor, decoded, from_json, prepares
 
 
 class AuthOperations:
@@ -32,8 +32,8 @@ class AuthOperations:
         connection = connections[self.alias]
         with cursor(connection) as c:
             # A prepared statement keeps its plan (``db.cursor``); else the function's.
-            prepares = getattr(connection.connection, "prepare_threshold", None) is not None
-            c.execute(_statement(token_model) if prepares else _lookup(token_model), [key])
+            statement = _statement(token_model) if prepares(connection) else _lookup(token_model)
+            c.execute(statement, [key])
             row = c.fetchone()
         if row is None:
             return None
