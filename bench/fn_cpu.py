@@ -112,7 +112,6 @@ def inputs(conn, op: str, tag: str, count: int, owner: int, service: int) -> lis
 
 def measure(op: str, tag: str, n: int) -> float:
     import psycopg
-    from psycopg.types.json import Jsonb  # noqa: F401  (parameters are text, cast in SQL)
 
     with psycopg.connect(env.dsn(), autocommit=True) as conn:
         owner, service = users(conn)
