@@ -1,7 +1,6 @@
 # Fewer statements in the writes' functions (PostgreSQL): the event trigger's steps
 # as simple expressions, the outbox's insert only with an active webhook, a filing's
-# reads in one statement, a filing's and a decision's events inserted by the function
-# itself, four CHECK constraints in a shorter, equal form.
+# reads in one statement, four CHECK constraints in a shorter, equal form.
 
 from django.db import migrations
 

@@ -263,13 +263,13 @@ BEGIN
 END $$;
 
 -- Write a decision into the tool's record (the caller holds the run's row
--- lock); answers the details of its approvals.changed event. Always:
--- {"approved": true, "rejected": []} or {"approved": false, "rejected": true},
--- the call ids dropped; else the call id is added to its side when that side is
--- a list (a permanent decision either way is not overridden per call).
-CREATE FUNCTION agentstate_write_record(
+-- lock); answers its approvals.changed event. Always: {"approved": true,
+-- "rejected": []} or {"approved": false, "rejected": true}, the call ids
+-- dropped; else the call id is added to its side when that side is a list
+-- (a permanent decision either way is not overridden per call).
+CREATE FUNCTION agentstate_write_decision(
     p_run agentstate_run, p_tool text, p_call text, p_approve boolean, p_always boolean,
-    p_reason text, p_user bigint
+    p_reason text, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -297,21 +297,10 @@ BEGIN
         VALUES (rec.id, p_call, verdict, p_user, p_reason, statement_timestamp())
         ON CONFLICT (record_id, decision, call_id) DO NOTHING;
     END IF;
-    RETURN jsonb_build_object('tool_name', p_tool, 'call_id', p_call, 'decision', verdict,
-                              'always', p_always, 'reason', p_reason);
-END $$;
-
--- The decision written (agentstate_write_record) and its approvals.changed
--- event recorded; answers the event.
-CREATE FUNCTION agentstate_write_decision(
-    p_run agentstate_run, p_tool text, p_call text, p_approve boolean, p_always boolean,
-    p_reason text, p_user bigint, p_actor text
-) RETURNS jsonb
-LANGUAGE plpgsql AS $$
-BEGIN
     RETURN agentstate_record('approvals.changed', 'run', p_run.run_id, p_user, p_actor,
-        p_run.created_by_id, '', agentstate_write_record(
-            p_run, p_tool, p_call, p_approve, p_always, p_reason, p_user));
+        p_run.created_by_id, '', jsonb_build_object(
+            'tool_name', p_tool, 'call_id', p_call, 'decision', verdict, 'always', p_always,
+            'reason', p_reason));
 END $$;
 
 CREATE FUNCTION agentstate_record_decision(
@@ -408,7 +397,7 @@ CREATE FUNCTION agentstate_request_approval(
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-    rn agentstate_run;
+    rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     got record;
     req agentstate_approvalrequest;
     rl agentstate_approvalrule;
@@ -421,12 +410,7 @@ DECLARE
     requested jsonb;
     changed jsonb;
 BEGIN
-    SELECT * INTO rn FROM agentstate_run
-    WHERE run_id = p_run_id AND (p_reach IS NULL OR created_by_id = p_reach) FOR UPDATE;
-    IF NOT FOUND THEN
-        RETURN agentstate_refuse('RunNotFound', jsonb_build_object('run_id', p_run_id));
-    END IF;
-    -- After the lock, in a statement of its own (so that its snapshot is taken
+    -- After the run's lock, in a statement of its own (so that its snapshot is taken
     -- once the lock is held: a filing the lock waited for is seen), all that
     -- the filing reads: the call's request if one exists, what the records
     -- decide of it and whether for good, and whether any active policy or any
@@ -484,25 +468,17 @@ BEGIN
             statement_timestamp() + make_interval(secs => rl.escalate_after), rl.escalate_to_id,
             p_digest)
     RETURNING * INTO req;
-    INSERT INTO agentstate_event
-        (kind, actor, user_id, object_type, object_id, created_by_id, owner, details, created_at)
-    VALUES ('approval.requested', p_actor, p_user, 'approvalrequest', req.id::text,
-            req.created_by_id, '', jsonb_build_object(
+    requested := agentstate_record('approval.requested', 'approvalrequest', req.id::text, p_user,
+        p_actor, req.created_by_id, '', jsonb_build_object(
             'run_id', rn.run_id, 'tool_name', p_tool, 'call_id', p_call, 'status', req.status,
             'policy', req.policy_id)
         || CASE WHEN rl.id IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
             'arguments', p_arguments, 'arguments_digest', p_digest, 'rule', rl.id,
-            'approvals_required', req.approvals_required, 'deadline', req.deadline) END, now())
-    RETURNING to_jsonb(agentstate_event.*) INTO requested;
+            'approvals_required', req.approvals_required, 'deadline', req.deadline) END);
     IF pol_id IS NOT NULL THEN
         changed := agentstate_write_decision(rn, p_tool, p_call, decided, false, req.reason,
             NULL, format(p_policy_actor, pol_id));
     END IF;
-    -- the event's webhook deliveries (agentstate_record's "delivery_ids") read
-    -- in the answer's statement
-    requested := requested || jsonb_build_object('delivery_ids', (
-        SELECT coalesce(jsonb_agg(d.id), '[]') FROM agentstate_delivery d
-        WHERE d.event_id = (requested ->> 'id')::bigint));
     RETURN jsonb_build_object(
         'request', to_jsonb(req) || jsonb_build_object('current_status',
             agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl)),
@@ -532,8 +508,6 @@ SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     rn agentstate_run;
     req agentstate_approvalrequest;
-    verdict text := CASE WHEN p_approve THEN 'approve' ELSE 'reject' END;
-    changes jsonb;
     changed jsonb;
     decided jsonb;
     voted jsonb;
@@ -575,14 +549,15 @@ BEGIN
         END IF;
         INSERT INTO agentstate_vote (request_id, by_id, decision, arguments, arguments_digest,
                                      reason, at)
-        VALUES (req.id, p_user, verdict, coalesce(edited, req.arguments), digest, p_reason,
-                statement_timestamp());
+        VALUES (req.id, p_user, CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
+                coalesce(edited, req.arguments), digest, p_reason, statement_timestamp());
         SELECT count(*) INTO approvals FROM agentstate_vote v
         WHERE v.request_id = req.id AND v.decision = 'approve' AND v.arguments_digest = digest;
         voted := agentstate_record('approval.voted', 'approvalrequest', req.id::text, p_user,
             p_actor, req.created_by_id, '', jsonb_build_object(
                 'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id,
-                'decision', verdict, 'arguments_digest', digest, 'reason', p_reason,
+                'decision', CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
+                'arguments_digest', digest, 'reason', p_reason,
                 'approvals', approvals, 'approvals_required', req.approvals_required));
         IF p_approve AND approvals < req.approvals_required THEN
             RETURN jsonb_build_object(
@@ -590,8 +565,8 @@ BEGIN
                 'run', to_jsonb(rn), 'events', jsonb_build_array(voted));
         END IF;
     END IF;
-    changes := agentstate_write_record(
-        rn, req.tool_name, req.call_id, p_approve, p_always, p_reason, p_user);
+    changed := agentstate_write_decision(
+        rn, req.tool_name, req.call_id, p_approve, p_always, p_reason, p_user, p_actor);
     UPDATE agentstate_approvalrequest
     SET status = CASE WHEN p_approve THEN 'approved' ELSE 'rejected' END, always = p_always,
         decided_by_id = p_user, reason = p_reason, decided_at = statement_timestamp(),
@@ -599,35 +574,20 @@ BEGIN
         arguments_digest = CASE WHEN p_approve THEN digest ELSE req.arguments_digest END
     WHERE id = req.id
     RETURNING * INTO req;
-    INSERT INTO agentstate_event
-        (kind, actor, user_id, object_type, object_id, created_by_id, owner, details, created_at)
-    VALUES ('approvals.changed', p_actor, p_user, 'run', rn.run_id, rn.created_by_id, '',
-            changes, now())
-    RETURNING to_jsonb(agentstate_event.*) INTO changed;
-    INSERT INTO agentstate_event
-        (kind, actor, user_id, object_type, object_id, created_by_id, owner, details, created_at)
-    VALUES ('approval.decided', p_actor, p_user, 'approvalrequest', req.id::text,
-            req.created_by_id, '', jsonb_build_object(
-                'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id,
-                'decision', verdict, 'always', p_always, 'reason', p_reason)
-            || CASE WHEN edited IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
-                'arguments', req.arguments, 'approved_arguments', edited) END
-            || CASE WHEN req.rule_id IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
-                'arguments_digest', req.arguments_digest) END, now())
-    RETURNING to_jsonb(agentstate_event.*) INTO decided;
-    -- the events' webhook deliveries (agentstate_record's "delivery_ids"), read
-    -- in the answer's statement
+    decided := agentstate_record('approval.decided', 'approvalrequest', req.id::text, p_user,
+        p_actor, req.created_by_id, '', jsonb_build_object(
+            'run_id', rn.run_id, 'tool_name', req.tool_name, 'call_id', req.call_id,
+            'decision', CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
+            'always', p_always, 'reason', p_reason)
+        || CASE WHEN edited IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
+            'arguments', req.arguments, 'approved_arguments', edited) END
+        || CASE WHEN req.rule_id IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
+            'arguments_digest', req.arguments_digest) END);
     RETURN jsonb_build_object(
         'request', to_jsonb(req) || jsonb_build_object('current_status', req.status),
-        'run', to_jsonb(rn), 'events', CASE WHEN voted IS NULL THEN '[]'::jsonb
-                                            ELSE jsonb_build_array(voted) END
-            || jsonb_build_array(
-                changed || jsonb_build_object('delivery_ids', (
-                    SELECT coalesce(jsonb_agg(d.id), '[]') FROM agentstate_delivery d
-                    WHERE d.event_id = (changed ->> 'id')::bigint)),
-                decided || jsonb_build_object('delivery_ids', (
-                    SELECT coalesce(jsonb_agg(d.id), '[]') FROM agentstate_delivery d
-                    WHERE d.event_id = (decided ->> 'id')::bigint))));
+        'run', to_jsonb(rn), 'events', CASE WHEN voted IS NULL
+            THEN jsonb_build_array(changed, decided)
+            ELSE jsonb_build_array(voted, changed, decided) END);
 END $$;
 
 -- Use a run's approval of a call once: the run's row locked first, then the
