@@ -398,6 +398,7 @@ LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    got record;
     req agentstate_approvalrequest;
     rl agentstate_approvalrule;
     due timestamptz;
@@ -406,34 +407,48 @@ DECLARE
     pol_approve boolean;
     pol_reason text;
     decided boolean;
-    permanent boolean;
     requested jsonb;
     changed jsonb;
 BEGIN
-    SELECT * INTO req FROM agentstate_approvalrequest WHERE run_id = rn.id AND call_id = p_call;
-    IF FOUND THEN
+    -- After the run's lock, in a statement of its own (so that its snapshot is taken
+    -- once the lock is held: a filing the lock waited for is seen), all that
+    -- the filing reads: the call's request if one exists, what the records
+    -- decide of it and whether for good, and whether any active policy or any
+    -- rule names the tool, whose rows are then read and locked (FOR SHARE) in
+    -- statements run only when one does.
+    SELECT (SELECT q FROM agentstate_approvalrequest q
+            WHERE q.run_id = rn.id AND q.call_id = p_call) AS req,
+           agentstate_decision(rn.id, p_tool, p_call) AS decided,
+           r.approved_always IS TRUE OR r.rejected_always IS TRUE AS permanent,
+           EXISTS (SELECT FROM agentstate_approvalpolicy p
+                   WHERE p.tool_name = p_tool AND p.revoked_at IS NULL) AS policed,
+           EXISTS (SELECT FROM agentstate_approvalrule u WHERE u.tool_name = p_tool) AS ruled
+    INTO got
+    FROM (SELECT) AS one
+    LEFT JOIN agentstate_approvalrecord r ON r.run_id = rn.id AND r.tool_name = p_tool;
+    req := got.req;
+    IF req.id IS NOT NULL THEN
         RETURN jsonb_build_object(
             'request', to_jsonb(req) || jsonb_build_object('current_status',
                 agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl)),
             'run', to_jsonb(rn), 'created', false, 'events', '[]'::jsonb);
     END IF;
-    decided := agentstate_decision(rn.id, p_tool, p_call);
-    -- whether the records decided it for good: read only when they decided it
-    -- (undecided, the request's "always" is false whatever the record holds)
-    IF decided IS NOT NULL THEN
-        SELECT r.approved_always IS TRUE OR r.rejected_always IS TRUE INTO permanent
-        FROM agentstate_approvalrecord r WHERE r.run_id = rn.id AND r.tool_name = p_tool;
-    ELSE
+    decided := got.decided;
+    -- undecided by the records, an active policy's decision (the request's
+    -- "always" is the records' only when they decided it)
+    IF decided IS NULL AND got.policed THEN
         pol := agentstate_deciding_policy(rn, p_tool, p_arguments);  -- no function scan
         pol_id := pol.policy_id;
         pol_approve := pol.approve;
         pol_reason := pol.reason;
         decided := pol_approve;
     END IF;
-    -- The tool's rule as it stands now (shared lock: a change of it waits), copied.
-    SELECT * INTO rl FROM agentstate_approvalrule WHERE tool_name = p_tool FOR SHARE;
-    IF rl.id IS NOT NULL THEN
-        due := statement_timestamp() + coalesce(make_interval(secs => rl.deadline), p_ttl);
+    IF got.ruled THEN
+        -- The tool's rule as it stands now (shared lock: a change of it waits), copied.
+        SELECT * INTO rl FROM agentstate_approvalrule WHERE tool_name = p_tool FOR SHARE;
+        IF rl.id IS NOT NULL THEN
+            due := statement_timestamp() + coalesce(make_interval(secs => rl.deadline), p_ttl);
+        END IF;
     END IF;
     INSERT INTO agentstate_approvalrequest
         (run_id, tool_name, call_id, arguments, status, always, created_by_id, decided_at,
@@ -442,7 +457,7 @@ BEGIN
          arguments_digest)
     VALUES (rn.id, p_tool, p_call, p_arguments,
             CASE decided WHEN true THEN 'approved' WHEN false THEN 'rejected' ELSE 'pending' END,
-            decided IS NOT NULL AND pol_id IS NULL AND coalesce(permanent, false), p_user,
+            decided IS NOT NULL AND pol_id IS NULL AND coalesce(got.permanent, false), p_user,
             CASE WHEN decided IS NOT NULL THEN statement_timestamp() END,
             CASE WHEN pol_id IS NOT NULL THEN coalesce(nullif(pol_reason, ''),
                                                        format(p_policy_reason, pol_id))

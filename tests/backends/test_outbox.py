@@ -1,0 +1,63 @@
+"""The outbox seen from the writes: each event a filing or a decision appends comes
+with the ids of its own webhook deliveries, one per active webhook that wants its
+kind, and none without such a webhook (on PostgreSQL the functions insert their
+events themselves and the outbox trigger starts no insert without an active one)."""
+
+from datetime import timedelta
+
+import pytest
+
+from agentstate.backends import backend
+from agentstate.models import Delivery, Run, Webhook
+from agentstate.types import Actor
+
+pytestmark = pytest.mark.django_db
+
+TTL = timedelta(days=1)
+
+
+def _hook(kinds: list[str], active: bool = True) -> Webhook:
+    return Webhook.objects.create(
+        url="https://example.com/hook", secret="whsec_x", kinds=kinds, active=active
+    )
+
+
+def _file_and_decide(call_id: str) -> list:
+    run, _ = Run.objects.get_or_create(run_id="run-outbox")
+    by = Actor(None, "tester")
+    filed = backend().request_approval("run-outbox", "mail", call_id, {"to": "a"}, TTL, None, by)
+    (request, created) = filed.value
+    assert created and run.pk == request.run_id
+    decided = backend().decide(request.pk, True, False, "fine", None, TTL, by)
+    return [*filed.events, *decided.events]
+
+
+def _delivered(event) -> list[int]:
+    return sorted(Delivery.objects.filter(event_id=event.pk).values_list("pk", flat=True))
+
+
+def test_without_an_active_webhook_the_events_have_no_delivery():
+    _hook([], active=False)
+    written = _file_and_decide("c1")
+    assert [e.kind for e in written] == [
+        "approval.requested",
+        "approvals.changed",
+        "approval.decided",
+    ]
+    assert written[0].pk < written[1].pk < written[2].pk
+    assert all(e.delivery_ids == [] for e in written)
+    assert not Delivery.objects.exists()
+
+
+def test_each_event_comes_with_the_deliveries_of_the_webhooks_that_want_it():
+    every = _hook([])
+    decided_only = _hook(["approval.decided"])
+    _hook([], active=False)
+    written = _file_and_decide("c2")
+    for event in written:
+        assert sorted(event.delivery_ids) == _delivered(event)
+        wanted = {every.pk} | ({decided_only.pk} if event.kind == "approval.decided" else set())
+        assert (
+            set(Delivery.objects.filter(event_id=event.pk).values_list("webhook_id", flat=True))
+            == wanted
+        )
