@@ -18,7 +18,9 @@ the first write at each ``(task, idx)``, the last for a negative ``idx``.
 Both backends store these bytes the same way; only this module reads them.
 """
 
+import itertools
 import struct
+import threading
 from collections.abc import Iterable, Sequence
 
 from agentstate.types import Write
@@ -116,21 +118,84 @@ def delta(channel: str, kind: str, before: bytes, value: bytes) -> Record | None
 
 def resolve(chain: Sequence[bytes | None]) -> dict[str, tuple[str, bytes]]:
     """A checkpoint's values, ``{channel: (serde type, bytes)}``, from its own
-    ``values`` then its bases' (nearest first, ending at a snapshot)."""
-    held: dict[str, tuple[str, bytes]] = {}
+    ``values`` then its bases' (nearest first, ending at a snapshot).
+
+    Each step up a chain is resolved once per process (``_Resolved``): a thread's
+    next read finds its bases' values resolved, and decodes only what its newer
+    checkpoints hold."""
+    token, held = 0, _EMPTY
     for data in reversed(chain):
-        now: dict[str, tuple[str, bytes]] = {}
-        for op, channel, kind, payload, head, skip in decode(data or b""):
-            if op == FULL:
-                now[channel] = unpacked(kind, payload)
-            elif channel in held:  # a chain cut short (never written so) holds nothing
-                base_kind, base = held[channel]
-                if op == SAME:
-                    now[channel] = (base_kind, base)
-                else:
-                    now[channel] = (base_kind, head + base[skip:] + unpacked(kind, payload)[1])
-        held = now
-    return held
+        key = (token, data or b"")
+        found = _resolved.get(key)
+        if found is None:
+            found = _resolved.add(key, _applied(held, key[1]))
+        token, held = found
+    return dict(held)
+
+
+_EMPTY: dict[str, tuple[str, bytes]] = {}
+
+
+def _applied(held: dict[str, tuple[str, bytes]], data: bytes) -> dict[str, tuple[str, bytes]]:
+    """The values of a checkpoint whose ``values`` are ``data`` and whose base holds
+    ``held``."""
+    now: dict[str, tuple[str, bytes]] = {}
+    for op, channel, kind, payload, head, skip in decode(data):
+        if op == FULL:
+            now[channel] = unpacked(kind, payload)
+        elif channel in held:  # a chain cut short (never written so) holds nothing
+            base_kind, base = held[channel]
+            if op == SAME:
+                now[channel] = (base_kind, base)
+            else:
+                tail = unpacked(kind, payload)[1]
+                now[channel] = (base_kind, b"".join((head, memoryview(base)[skip:], tail)))
+    return now
+
+
+class _Resolved:
+    """The values of chains resolved in this process, each step up a chain keyed by
+    ``(token, values)``: the token of its base's entry (``0`` for a snapshot) and
+    its own ``values`` bytes, so that an entry is found only by the same bytes on
+    the same resolved base. Tokens are never reused; the oldest entries go first
+    once the values held pass ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.entries: dict[tuple[int, bytes], tuple[int, dict[str, tuple[str, bytes]]]] = {}
+        self.sizes: dict[tuple[int, bytes], int] = {}
+        self.size = 0
+        self.tokens = itertools.count(1)
+        self.lock = threading.Lock()
+
+    def get(self, key: tuple[int, bytes]) -> tuple[int, dict[str, tuple[str, bytes]]] | None:
+        return self.entries.get(key)
+
+    def add(
+        self, key: tuple[int, bytes], held: dict[str, tuple[str, bytes]]
+    ) -> tuple[int, dict[str, tuple[str, bytes]]]:
+        size = len(key[1]) + sum(len(value) for _kind, value in held.values())
+        with self.lock:
+            found = self.entries.get(key)
+            if found is not None:
+                return found
+            entry = (next(self.tokens), held)
+            if size > self.limit:
+                return entry
+            self.entries[key] = entry
+            self.sizes[key] = size
+            self.size += size
+            while self.size > self.limit:
+                oldest = next(iter(self.sizes))
+                self.size -= self.sizes.pop(oldest)
+                del self.entries[oldest]
+            return entry
+
+
+# The bytes of resolved values a process keeps (``_Resolved``).
+RESOLVED_BYTES = 16 << 20
+
+_resolved = _Resolved(RESOLVED_BYTES)
 
 
 def encode_writes(task_id: str, task_path: str, writes: Sequence[Write]) -> bytes:

@@ -125,3 +125,25 @@ def test_a_call_inside_the_callers_atomic_block_is_in_its_transaction():
         raise RuntimeError("rolled back")
     assert saver.get_tuple(config) is None
     assert saver.borrowed.idle() == 0  # nothing lent: the caller's connection
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_on_a_thread_without_a_connection_of_its_own_leaves_it_none():
+    """A pool thread's call borrows one of the saver's connections without making
+    the thread a Django connection of its own, set aside unused."""
+    saver = AgentStateSaver()
+    config = {"configurable": {"thread_id": "no-own", "checkpoint_ns": ""}}
+    found = {}
+
+    def run():
+        saver.put(config, empty_checkpoint(), {"step": -1}, {})
+        found["read"] = saver.get_tuple(config) is not None
+        found["own"] = hasattr(connections._connections, "default")
+
+    with Opened() as opened:
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+    assert found == {"read": True, "own": False}
+    assert opened.count == 1  # the one lent, for both calls
+    saver.borrowed.close()

@@ -179,3 +179,43 @@ def test_a_small_message_is_squeezed_on_the_dictionary_and_read_back():
     assert len(stored) < len(raw) / 2
     assert unpacked(stored_kind, stored) == (kind, raw)
     assert squeezed(kind, b"\x93\x01\x02\x03") == (kind, b"\x93\x01\x02\x03")
+
+
+def _chain(*messages: bytes) -> list[bytes]:
+    """A chain (nearest first) of one list grown by a message a checkpoint, as the
+    saver puts it: a snapshot, then each checkpoint a delta on the one before."""
+    values = [b"\x91" + messages[0]]
+    data = [chains.encode([chains.full("messages", "msgpack", values[0])])]
+    for count, message in enumerate(messages[1:], 2):
+        grown = bytes([0x90 + count]) + values[-1][1:] + message
+        values.append(grown)
+        data.append(chains.encode([chains.delta("messages", "msgpack", values[-2], grown)]))
+    return data[::-1]
+
+
+def test_a_resolved_chain_is_read_again_from_the_process_memory_the_same():
+    messages = [bytes([0xA5]) + f"m{n:04}".encode() * 20 for n in range(3)]
+    chain = _chain(*messages)
+    first = chains.resolve(chain)
+    assert first == {"messages": ("msgpack", b"\x93" + b"".join(messages))}
+    first["messages"] = ("msgpack", b"changed by its reader")
+    assert chains.resolve(chain) == {"messages": ("msgpack", b"\x93" + b"".join(messages))}
+    # the same bases under another checkpoint: that checkpoint's own values
+    other = [chains.encode([chains.same("messages")]), *chain[1:]]
+    assert chains.resolve(other) == {"messages": ("msgpack", b"\x92" + b"".join(messages[:2]))}
+    # the same bytes on other bases are resolved on those
+    assert chains.resolve([chain[0], chain[1]]) == {}
+
+
+def test_the_process_memory_of_resolved_chains_keeps_to_its_limit():
+    memory = chains._Resolved(limit=1000)
+    for number in range(50):
+        memory.add((0, bytes([number]) * 100), {"c": ("msgpack", b"x" * 100)})
+    assert memory.size <= 1000
+    assert sum(memory.sizes.values()) == memory.size
+    assert set(memory.sizes) == set(memory.entries)
+    assert memory.get((0, bytes([49]) * 100)) is not None  # the newest kept
+    assert memory.get((0, bytes([0]) * 100)) is None  # the oldest gone
+    big = memory.add((0, b"big"), {"c": ("msgpack", b"x" * 2000)})
+    assert big[1] == {"c": ("msgpack", b"x" * 2000)}
+    assert memory.get((0, b"big")) is None  # more than the limit: not kept

@@ -63,8 +63,12 @@ class Borrowed:
     @contextmanager
     def connection(self) -> Iterator[None]:
         """The calls inside on this thread's open connection, or on a lent one."""
-        own = connections[self.alias]
-        if own.connection is not None or own.in_atomic_block:
+        # the thread's own wrapper, if it has one: ``connections[alias]`` would make
+        # one for a thread without (LangGraph's pool threads are new each invoke), only
+        # for it to be set aside here; Django's own ``all(initialized_only=True)``
+        # looks there
+        own = getattr(connections._connections, self.alias, None)  # type: ignore[attr-defined]
+        if own is not None and (own.connection is not None or own.in_atomic_block):
             yield
             return
         wrapper = self._take()
@@ -72,7 +76,10 @@ class Borrowed:
         try:
             yield
         finally:
-            connections[self.alias] = own
+            if own is None:
+                del connections[self.alias]
+            else:
+                connections[self.alias] = own
             self._give(wrapper)
 
     def idle(self) -> int:

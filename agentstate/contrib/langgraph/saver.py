@@ -73,9 +73,14 @@ CARRY_WAIT = 0.5
 JUST_PUT = 0.05
 
 
+# ``json.dumps(value, default=str, ensure_ascii=False)``'s encoder, made once rather
+# than by each call (``jsonable``: three a conversation turn)
+_ENCODER = json.JSONEncoder(default=str, ensure_ascii=False)
+
+
 def jsonable(value: Any) -> Any:
     """``value`` as JSON keeps it (what JSON cannot hold as its text)."""
-    return json.loads(json.dumps(value, default=str, ensure_ascii=False))
+    return json.loads(_ENCODER.encode(value))
 
 
 def inline(value: Any) -> bool:
