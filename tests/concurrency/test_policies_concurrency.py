@@ -36,8 +36,12 @@ def test_a_revoked_policy_decides_nothing_filed_after_its_revocation(
     def work(i: int) -> None:
         if i == FILERS:  # the revoker
             time.sleep(BEFORE)
-            approvals.revoke_policy(policy.pk, by=reviewer)
-            revoked.set()
+            try:
+                approvals.revoke_policy(policy.pk, by=reviewer)
+            finally:
+                # a revocation that failed stops the filers too: its error is the
+                # result the test reports, where they would file forever
+                revoked.set()
             return
         n = after = 0
         while after < AFTER:
