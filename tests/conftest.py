@@ -231,3 +231,9 @@ def eager_celery():
         yield app
     finally:
         previous.set_current()
+
+
+def is_token_lookup(sql: str) -> bool:
+    """Whether ``sql`` is the REST API's token lookup: its statement, or on a
+    connection that prepares nothing, ``agentstate_token``, which runs it."""
+    return "authtoken_token" in sql or sql.startswith("SELECT * FROM agentstate_token(")

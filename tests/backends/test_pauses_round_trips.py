@@ -20,6 +20,7 @@ from agentstate.exceptions import AlreadyClaimed, NotPending, PauseNotFound
 from agentstate.models import ApprovalRequest, Event, PausedRun, Run
 from agentstate.services import pauses
 from agentstate.services.sweep import sweep
+from tests.conftest import is_token_lookup
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db(transaction=True)]
 
@@ -138,7 +139,7 @@ def test_each_pause_request_is_the_token_lookup_and_one_call(by_token, make_user
             response = api.post(f"/api/pauses/{path}", body, format="json")
         assert response.status_code == status, response.content
         token, call = calls(queries)
-        assert "authtoken_token" in token and call.startswith(f"SELECT agentstate_{function}(")
+        assert is_token_lookup(token) and call.startswith(f"SELECT agentstate_{function}(")
         return response.json() if response.content else {}
 
     created = request("", "put_pause", {**key, "owner": "alice", "payload": {"v": 1}}, 201)
@@ -170,7 +171,7 @@ def test_a_page_of_pauses_is_the_token_lookup_and_one_statement(by_token, make_u
         response = api.get(f"/api/pauses/{query}")
     assert response.status_code == 200, response.content
     token, page = calls(queries)
-    assert "authtoken_token" in token, token
+    assert is_token_lookup(token), token
     # the page's statement: the pauses' columns (no row as JSON), from their table
     assert page.startswith("SELECT p.") and "to_jsonb" not in page, page
     assert f" FROM {PausedRun._meta.db_table} p" in page, page
