@@ -163,7 +163,6 @@ class _Resolved:
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.entries: dict[tuple[int, bytes], tuple[int, dict[str, tuple[str, bytes]]]] = {}
-        self.sizes: dict[tuple[int, bytes], int] = {}
         self.size = 0
         self.tokens = itertools.count(1)
         self.lock = threading.Lock()
@@ -174,7 +173,7 @@ class _Resolved:
     def add(
         self, key: tuple[int, bytes], held: dict[str, tuple[str, bytes]]
     ) -> tuple[int, dict[str, tuple[str, bytes]]]:
-        size = len(key[1]) + sum(len(value) for _kind, value in held.values())
+        size = _size(key, held)
         with self.lock:
             found = self.entries.get(key)
             if found is not None:
@@ -183,13 +182,16 @@ class _Resolved:
             if size > self.limit:
                 return entry
             self.entries[key] = entry
-            self.sizes[key] = size
             self.size += size
             while self.size > self.limit:
-                oldest = next(iter(self.sizes))
-                self.size -= self.sizes.pop(oldest)
-                del self.entries[oldest]
+                oldest = next(iter(self.entries))
+                self.size -= _size(oldest, self.entries.pop(oldest)[1])
             return entry
+
+
+def _size(key: tuple[int, bytes], held: dict[str, tuple[str, bytes]]) -> int:
+    """The bytes an entry of ``_Resolved`` holds: its step's values and what they resolve to."""
+    return len(key[1]) + sum(len(value) for _kind, value in held.values())
 
 
 # The bytes of resolved values a process keeps (``_Resolved``).
