@@ -243,7 +243,7 @@ def cursor(connection: Any) -> Any:
     if not prepares(connection):
         return connection.cursor()
     with connection.wrap_database_errors:
-        return connection._prepare_cursor(_preparing()(connection.connection))
+        return connection._prepare_cursor(_driver_cursor(connection))
 
 
 def prepares(connection: Any) -> bool:
