@@ -360,13 +360,21 @@ def overdue_sql(r: str, ttl: str) -> str:
     """A pending request past its deadline by the database clock (filed under no rule:
     older than ``ttl``), as ``querysets.past_ttl`` has it (Django's ``Now()`` is
     ``STATEMENT_TIMESTAMP()``), never NULL; ``r``: the request table's alias."""
-    status, created_at, deadline = (
-        _column(ApprovalRequest, name) for name in ("status", "created_at", "deadline")
-    )
+    status = _column(ApprovalRequest, "status")
+    return f"({r}.{status} = '{Status.PENDING.value}' AND {_deadline_passed_sql(r, ttl)})"
+
+
+def _deadline_passed_sql(r: str, ttl: str) -> str:
+    """Whether a request's deadline (filed under no rule: its ``created_at`` plus
+    ``ttl``) has passed by the database clock, whatever its status; never NULL. The
+    clock and the cut are scalar subqueries, which PostgreSQL computes once a
+    statement: written inline, ``STATEMENT_TIMESTAMP() - ttl`` is computed again for
+    every row a count reads (a third of a count of 3,000 pending requests)."""
+    created_at, deadline = (_column(ApprovalRequest, name) for name in ("created_at", "deadline"))
     return (
-        f"({r}.{status} = '{Status.PENDING.value}' AND CASE WHEN {r}.{deadline} IS NULL"
-        f" THEN {r}.{created_at} <= STATEMENT_TIMESTAMP() - {ttl}"
-        f" ELSE {r}.{deadline} <= STATEMENT_TIMESTAMP() END)"
+        f"CASE WHEN {r}.{deadline} IS NULL"
+        f" THEN {r}.{created_at} <= (SELECT STATEMENT_TIMESTAMP() - {ttl})"
+        f" ELSE {r}.{deadline} <= (SELECT STATEMENT_TIMESTAMP()) END"
     )
 
 
@@ -393,7 +401,9 @@ def _page_statement(shape: _PageShape) -> str:
     if "run_id" in shape.named:
         where.append(f"run.{_column(Run, 'run_id')} = %(run_id)s")
     if shape.status == Status.PENDING:
-        where.append(f"{state} = '{Status.PENDING.value}' AND NOT {overdue}")
+        # Pending is the one status that can be overdue: its deadline alone decides.
+        passed = _deadline_passed_sql("r", "%(ttl)s::interval")
+        where.append(f"{state} = '{Status.PENDING.value}' AND NOT {passed}")
     elif shape.status == Status.EXPIRED:
         where.append(f"({state} = '{Status.EXPIRED.value}' OR {overdue})")
     elif shape.status is not None:
