@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.db.models.functions import Now
 from django.utils.translation import gettext_lazy as _
 
@@ -59,7 +60,14 @@ class Event(models.Model):
             # not db_index=True: on PostgreSQL that adds a LIKE index nothing uses
             models.Index(fields=["kind"], name="agentstate_event_kind"),
             where_set("user", "agentstate_event_user"),
-            where_set("created_by", "agentstate_event_created_by"),
+            # A caller's listing in its order: the events of what it owns, and of what
+            # it created (also what deleting a user looks up).
+            models.Index(fields=["owner", "created_at", "id"], name="agentstate_event_owner"),
+            models.Index(
+                fields=["created_by", "created_at", "id"],
+                condition=Q(created_by__isnull=False),
+                name="agentstate_event_created_by",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -132,6 +132,28 @@ def test_a_page_of_events_is_the_listing_s_query_on_every_backend(logged):
     }
 
 
+def test_a_reach_s_owned_and_created_events_are_each_counted_once(logged):
+    """PostgreSQL reads a reach without object types as two parts, the events of what
+    it owns and those of what it created that it does not own: an event of both is
+    shown and counted once, and a page crosses from one part to the other in order."""
+    _, bob = logged
+    pauses.put("chat-3", "both", "bob", {"q": 3}, by=bob)  # created and owned by bob
+    pauses.put("chat-3", "made", "carol", {"q": 4}, by=bob)  # created by bob only
+    pauses.put("chat-3", "owned", "bob", {"q": 5})  # owned by bob only
+    reach = Reach(bob.pk, "bob")
+    expected = reference({}, reach)
+    kinds = {(e.created_by_id == bob.pk, e.owner == "bob") for e in expected}
+    assert kinds == {(True, True), (True, False), (False, True)}
+    for filters in [{}, {"object_type": "pausedrun"}, {"kind": "pause.created"}]:
+        expected = reference(filters, reach)
+        for offset in range(len(expected) + 1):
+            rows = expected[offset : offset + 2]
+            for answering in [backend(), ORMBackend(connection.alias)]:
+                page = answering.events_page(filters, reach, offset, 2)
+                assert shown(page.rows) == shown(rows), (answering, filters, offset)
+                assert page.total == (len(expected) if rows else 0)
+
+
 def test_events_page_checks_its_arguments(logged):
     alice, _ = logged
     page = trail.events_page(reach=Reach(alice.pk, "alice"), limit=2, object_type="pausedrun")

@@ -97,8 +97,11 @@ def _page_statement(shape: _Shape) -> str:
     the filters, so that each reads through the indexes its filters have, with the
     listing's count, as the ORM's QuerySet has them (``EventQuerySet.reached_by`` and
     ``of_run``): the count a subquery of its own, as a window would read every row of
-    the listing. The page is cut first, then its users joined: each row the event's
-    columns, the count, its user's columns and its creator's."""
+    the listing. A reach without object types is read as two parts that share no
+    event, the events of what the caller owns and those of what it created that it
+    does not own, each counted and read in its order through an index of its own.
+    The page is cut first, then its users joined: each row the event's columns, the
+    count, its user's columns and its creator's."""
     reading = _page_columns()
     meta, user = Event._meta, get_user_model()._meta
 
@@ -117,13 +120,29 @@ def _page_statement(shape: _Shape) -> str:
             f" ON run.{run.pk.column} = r.{_column(ApprovalRequest, 'run')}"
             f" WHERE run.{_column(Run, 'run_id')} = %(run_id)s)))"
         )
-    if shape.reached:
-        seen = [f"{column('owner')} = %(username)s"]
+    if shape.reached and not shape.typed:
+        # Owned, or else created: two parts, each read in order through its own index
+        # (``agentstate_event_owner``, ``agentstate_event_created_by``) and counted,
+        # where one scan of the ``OR`` reads every event of the table.
+        parts = [[*where, f"{column('owner')} = %(username)s"]]
         if shape.created:
-            seen.insert(0, f"{column('created_by')} = %(creator)s")
-        if shape.typed:
-            seen.append(f"{column('object_type')} = ANY(%(types)s)")
-        where.append(f"({' OR '.join(seen)})")
+            parts.append(
+                [
+                    *where,
+                    f"{column('created_by')} = %(creator)s",
+                    f"{column('owner')} <> %(username)s",
+                ]
+            )
+    else:
+        if shape.reached:
+            seen = [
+                f"{column('owner')} = %(username)s",
+                f"{column('object_type')} = ANY(%(types)s)",
+            ]
+            if shape.created:
+                seen.insert(0, f"{column('created_by')} = %(creator)s")
+            where.append(f"({' OR '.join(seen)})")
+        parts = [where]
     events = reading.event.columns
     total = len(events)
     created_at, pk = (
@@ -134,14 +153,32 @@ def _page_statement(shape: _Shape) -> str:
         events.index(_column(Event, "user")),
         events.index(_column(Event, "created_by")),
     )
-    filtered = where_clause(where)
+    order = f"ORDER BY {column('created_at')} DESC, e.{meta.pk.column} DESC"
+    count = " + ".join(
+        f"(SELECT COUNT(*) FROM {meta.db_table} e{where_clause(part)})" for part in parts
+    )
+    cut = " LIMIT %(limit)s OFFSET %(offset)s"
+    if len(parts) == 1:
+        rows = f"{meta.db_table} e{where_clause(parts[0])}"
+    else:
+        # The page's keys first, among the first offset + limit of each part (read from
+        # its index alone where the table is vacuumed), then their rows.
+        key = f"{column('created_at')}, e.{meta.pk.column}"
+        keys = " UNION ALL ".join(
+            f"(SELECT {key} FROM {meta.db_table} e{where_clause(part)} {order}"
+            " LIMIT %(offset)s + %(limit)s)"
+            for part in parts
+        )
+        rows = (
+            f"(SELECT {key} FROM ({keys}) e {order}{cut}) k"
+            f" JOIN {meta.db_table} e ON e.{meta.pk.column} = k.{meta.pk.column}"
+        )
+        cut = ""
     return (
         f"SELECT p.*, {reading.users.select('u', total + 1)},"
         f" {reading.users.select('cb', total + 1 + len(reading.users.columns))}"
-        f" FROM (SELECT {reading.event.select('e')},"
-        f" (SELECT COUNT(*) FROM {meta.db_table} e{filtered}) AS c{total}"
-        f" FROM {meta.db_table} e{filtered} ORDER BY {column('created_at')} DESC, e.{meta.pk.column} DESC"
-        f" LIMIT %(limit)s OFFSET %(offset)s) p"
+        f" FROM (SELECT {reading.event.select('e')}, {count} AS c{total}"
+        f" FROM {rows} {order}{cut}) p"
         f" LEFT JOIN {user.db_table} u ON u.{user.pk.column} = p.c{user_id}"
         f" LEFT JOIN {user.db_table} cb ON cb.{user.pk.column} = p.c{created_by}"
         f" ORDER BY p.c{created_at} DESC, p.c{pk} DESC"
