@@ -8,7 +8,8 @@ migration's file of ``agentstate/migrations/sql/``, forward or reverse), run
 before that variant's calls; none given: the functions as migrated. For each
 round, each variant in turn, each operation (``file``: a filing of a pending
 request, ``decide``: an approve of a pending request by another user, ``put``:
-a pause replaced, ``claim``: a pending pause claimed; none named: every one):
+a pause replaced, ``claim``: a pending pause claimed, ``checkpoint``: a LangGraph
+checkpoint's put as the saver sends it (``saver_puts``); none named: every one):
 a new connection, its inputs made (untimed), 20 calls untimed, then ``--n``
 calls, each its own transaction (autocommit), as psycopg sends them (prepared,
 parameters by name, as ``agentstate.db`` does). Per call: the CPU of the
@@ -18,6 +19,7 @@ The variants run alternated, so a change of the machine's load falls on each.
 """
 
 import argparse
+import json
 import sys
 import uuid
 from pathlib import Path
@@ -44,6 +46,9 @@ CALLS = {
     " p_reach_user => NULL, p_reach_name => NULL, p_user_id => %s, p_actor => %s)",
     "claim": "SELECT agentstate_claim(p_chat => %s, p_call => %s, p_owner => %s,"
     " p_question => %s, p_user_id => %s, p_actor => %s)",
+    "checkpoint": "SELECT agentstate_put_checkpoint(p_thread => %s, p_ns => '', p_id => %s,"
+    " p_parent => %s, p_checkpoint => %s::jsonb, p_metadata => %s::jsonb,"
+    " p_values => %s::bytea, p_base => %s, p_refuse => false, p_writes => NULL)",
 }
 
 
@@ -107,7 +112,50 @@ def inputs(conn, op: str, tag: str, count: int, owner: int, service: int) -> lis
             [tag, f"call-{k}", OWNER, str(uuid.UUID(int=k)), owner, "fn-owner"]
             for k in range(1, count + 1)
         ]
+    if op == "checkpoint":
+        return saver_puts(tag, count)
     raise ValueError(op)
+
+
+def saver_puts(thread: str, count: int) -> list[list]:
+    """The parameters of the bench's saver puts (``bench/langgraph_ops.py``: two new
+    channel values, each put the next one's parent) on a new thread, as the saver
+    sends them: its puts run with the database's call taken out (each answered as
+    stored), their arguments kept. The values' bytes as a bytea literal."""
+    from unittest import mock
+
+    from agentstate.backends.postgresql.checkpoints import CheckpointOperations
+    from agentstate.contrib.langgraph import AgentStateSaver
+    from agentstate.types import Put
+    from bench.langgraph_ops import _checkpoint
+
+    sent: list[list] = []
+
+    def put_checkpoint(
+        self, thread_id, ns, checkpoint_id, parent, body, meta, values, base, refuse, writes=None
+    ):
+        if ns or refuse or writes is not None:
+            raise AssertionError("the statement of CALLS names these as constants")
+        sent.append(
+            [
+                thread_id,
+                checkpoint_id,
+                parent,
+                json.dumps(body),
+                json.dumps(meta),
+                "\\x" + values.hex(),
+                base,
+            ]
+        )
+        return Put(forked=False, rebase=False)
+
+    saver = AgentStateSaver()
+    config: dict = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+    with mock.patch.object(CheckpointOperations, "put_checkpoint", put_checkpoint):
+        for step in range(count):
+            checkpoint, metadata, versions = _checkpoint(step)
+            config = saver.put(config, checkpoint, metadata, versions)
+    return sent
 
 
 def measure(op: str, tag: str, n: int) -> float:

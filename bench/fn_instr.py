@@ -7,7 +7,8 @@ a figure that does not move with the machine's load.
 ``prepare`` fills the database of ``DATABASE_URL`` (migrated; on a cluster of
 its own, which ``run`` then reads stopped) with the calls' rows: two users, the
 runs of the filings, a pending request per run to decide, twenty pauses to put
-again, pending pauses to claim; their parameters go to ``PARAMS``. ``run``, for
+again, pending pauses to claim, other threads' checkpoints (``others``); their
+parameters go to ``PARAMS`` (``FN_INSTR_PARAMS``: another file). ``run``, for
 each variant (a file of ``CREATE OR REPLACE FUNCTION``, a migration's file of
 ``agentstate/migrations/sql/``; ``none``, or no variant: the functions as migrated): the cluster's
 data directory ``DIR`` copied, the variant installed (a server started on the
@@ -22,6 +23,7 @@ variant.
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -35,11 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import env
 from bench.fn_cpu import CALLS, inputs, users
 
-PARAMS = Path("/tmp/agentstate_fn_instr.json")
+PARAMS = Path(os.environ.get("FN_INSTR_PARAMS", "/tmp/agentstate_fn_instr.json"))
 BIN = Path("/usr/lib/postgresql/15/bin")
 SUPPLY = 400
 WARM = 20
 LENGTHS = (30, 130)
+OTHERS = 50  # threads of checkpoints besides the measured one's
 KEEP: Path | None = None  # --keep: where the callgrind files are copied
 
 
@@ -56,8 +59,28 @@ def prepare() -> None:
             for op in CALLS
             for ps in [inputs(conn, op, f"fi-{op}", SUPPLY, owner, service)]
         }
+        others(conn)
         conn.execute("VACUUM ANALYZE")
     PARAMS.write_text(json.dumps({"db": env.db_name(), "params": params}))
+
+
+def others(conn) -> None:
+    """Other threads, their checkpoints and early writes, so that the tables are
+    not empty when analyzed (the plans of a small table scan it)."""
+    for k in range(OTHERS):
+        for p in inputs(conn, "checkpoint", f"fi-other-{k}", 100, 0, 0):
+            conn.execute(CALLS["checkpoint"], p)
+    conn.execute(
+        "INSERT INTO agentstate_checkpointwrite (thread_id, checkpoint_ns, checkpoint_id,"
+        " task_id, task_path, idx, channel, type, blob)"
+        " SELECT t.id, '', 'never-put-' || i, 'task', '', 0, 'messages', 'bytes', 'x'"
+        " FROM agentstate_thread t, generate_series(1, 20) AS i"
+        " WHERE t.thread_id LIKE 'fi-other-%'"
+    )
+    conn.execute(
+        "INSERT INTO agentstate_thread (thread_id, created_at, updated_at)"
+        " SELECT 'fi-idle-' || i, now(), now() FROM generate_series(1, 2000) AS i"
+    )
 
 
 def literal(value) -> str:
