@@ -10,9 +10,9 @@ from agentstate.backends.postgresql.schema import RunSQLFile
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("agentstate", "0017_fewer_statements"),
+        ("agentstate", "0018_pages"),
     ]
 
     operations = [
-        RunSQLFile("0018_putsrv.sql", "0018_putsrv.reverse.sql"),
+        RunSQLFile("0019_checkpoint_put.sql", "0019_checkpoint_put.reverse.sql"),
     ]
