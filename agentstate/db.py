@@ -186,9 +186,7 @@ def _text_array(values: list[Any]) -> str:
     )
 
 
-def _run(
-    alias: str, sql: str, params: list[Any], every: bool = False, binary: bool = False
-) -> Any:
+def _run(alias: str, sql: str, params: list[Any], every: bool = False, binary: bool = False) -> Any:
     """The first row (``every``: all rows) of one statement, as ``call`` runs it
     (``binary``: its columns in binary form where it can, ``call_row``)."""
     connection = connections[alias]

@@ -113,7 +113,9 @@ def main() -> None:
     per = 1 if args.operation == "turn" else args.n
     if args.server:
         spent = sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
-        print(f"server CPU: {spent * 1e6 / per:,.0f} µs per {'conversation' if per == 1 else 'call'}")
+        print(
+            f"server CPU: {spent * 1e6 / per:,.0f} µs per {'conversation' if per == 1 else 'call'}"
+        )
     if profile:
         stats = pstats.Stats(profile)
         print(f"Python function calls: {stats.total_calls / per:,.1f}")
