@@ -118,10 +118,17 @@ def decoded(value: Any) -> Any:
 def call_row(alias: str, function: str, **params: Any) -> tuple[Any, ...] | None:
     """The first row of a set-returning database function (``None``: no row), its
     columns as the driver decodes them; the arguments and the transaction as
-    ``call``'s."""
+    ``call``'s.
+
+    The row comes in PostgreSQL's binary form where the call runs on psycopg's own
+    cursor (``_fetch_direct``): a ``bytea`` or an array of them as its bytes, not
+    as hex text to parse and decode, a ``jsonb`` decoded by the driver. Through
+    Django's cursor wrapper it comes as text, as Django reads it (a ``jsonb`` as
+    its text): a caller takes either."""
     arguments, values = _bound(params)
     return cast(
-        tuple[Any, ...] | None, _run(alias, f"SELECT * FROM {function}({arguments})", values)
+        tuple[Any, ...] | None,
+        _run(alias, f"SELECT * FROM {function}({arguments})", values, binary=True),
     )
 
 
@@ -129,7 +136,8 @@ def call_rows(alias: str, function: str, **params: Any) -> list[tuple[Any, ...]]
     """Every row of a set-returning database function; as ``call_row``."""
     arguments, values = _bound(params)
     return cast(
-        list[tuple[Any, ...]], _run(alias, f"SELECT * FROM {function}({arguments})", values, True)
+        list[tuple[Any, ...]],
+        _run(alias, f"SELECT * FROM {function}({arguments})", values, True, binary=True),
     )
 
 
@@ -178,23 +186,24 @@ def _text_array(values: list[Any]) -> str:
     )
 
 
-def _run(alias: str, sql: str, params: list[Any], every: bool = False) -> Any:
-    """The first row (``every``: all rows) of one statement, as ``call`` runs it."""
+def _run(alias: str, sql: str, params: list[Any], every: bool = False, binary: bool = False) -> Any:
+    """The first row (``every``: all rows) of one statement, as ``call`` runs it
+    (``binary``: its columns in binary form where it can, ``call_row``)."""
     connection = connections[alias]
     if connection.in_atomic_block:
         with transaction.atomic(using=alias):
-            return _fetch(connection, sql, params, every)
-    return retried(lambda: _fetch(connection, sql, params, every))
+            return _fetch(connection, sql, params, every, binary)
+    return retried(lambda: _fetch(connection, sql, params, every, binary))
 
 
-def _fetch(connection: Any, sql: str, params: list[Any], every: bool) -> Any:
+def _fetch(connection: Any, sql: str, params: list[Any], every: bool, binary: bool) -> Any:
     if connection.queries_logged or connection.execute_wrappers or _instrumented():
         # Django's cursor wrapper: the query log (DEBUG, CaptureQueriesContext), the
         # execute wrappers and a tool that patched the wrapper see the statement
         with cursor(connection) as c:
             c.execute(sql, params)
             return c.fetchall() if every else c.fetchone()
-    return _fetch_direct(connection, sql, params, every)
+    return _fetch_direct(connection, sql, params, every, binary)
 
 
 def _instrumented() -> bool:
@@ -205,20 +214,29 @@ def _instrumented() -> bool:
 
 
 @async_unsafe
-def _fetch_direct(connection: Any, sql: str, params: list[Any], every: bool) -> Any:
+def _fetch_direct(
+    connection: Any, sql: str, params: list[Any], every: bool, binary: bool = False
+) -> Any:
     """``_fetch`` on the driver's cursor itself, where nothing listens to Django's
     wrapper: the same checks, the same errors (``wrap_database_errors``), without
     the wrapper's layers (a wrapper per cursor, a context per statement, a wrapped
     function per fetch): a tenth to a fifth of a call's instructions in the process
-    (a context ``get``: 273,000 to 216,000; Django's own loop of one SELECT: 182,000)."""
+    (a context ``get``: 273,000 to 216,000; Django's own loop of one SELECT: 182,000).
+
+    ``binary``: the row in binary form, on a cursor binding on the server (a
+    client-binding cursor cannot ask for it); the statement is prepared only where
+    the connection prepares statements (``prepares``), as any other."""
     connection.close_if_health_check_failed()
     connection.ensure_connection()
     connection.validate_thread_sharing()
     connection.validate_no_broken_transaction()
     with connection.wrap_database_errors:
-        driver = _driver_cursor(connection)
+        driver = _driver_cursor(connection, binary)
         try:
-            driver.execute(sql, params)
+            if binary:
+                driver.execute(sql, params, binary=True)
+            else:
+                driver.execute(sql, params)
             return driver.fetchall() if every else driver.fetchone()
         finally:
             driver.close()
@@ -252,10 +270,11 @@ def prepares(connection: Any) -> bool:
     return getattr(connection.connection, "prepare_threshold", None) is not None
 
 
-def _driver_cursor(connection: Any) -> Any:
+def _driver_cursor(connection: Any, binding: bool = False) -> Any:
     """The driver's cursor ``cursor`` wraps: Django's own (``create_cursor``), or one
-    binding on the server where the connection prepares statements."""
-    if not prepares(connection):
+    binding on the server where the connection prepares statements or ``binding``
+    asks for one."""
+    if not binding and not prepares(connection):
         return connection.create_cursor()
     return _preparing()(connection.connection)
 

@@ -65,3 +65,48 @@ def test_a_tool_that_patched_django_s_cursor_wrapper_sees_a_call(monkeypatch):
     monkeypatch.setattr(CursorWrapper, "execute", patched)
     context.put("driver-path", "v", 4)
     assert any("agentstate_put" in sql for sql in seen)
+
+
+def test_a_checkpoint_reads_the_same_in_binary_and_through_the_wrapper(monkeypatch):
+    """A set-returning call (``call_row``) reads its row in binary form on the
+    driver's cursor and as text through Django's wrapper; the saver gets the same
+    checkpoint either way: its values (a chain of bases), its writes, its JSON."""
+    from agentstate.contrib.langgraph import AgentStateSaver
+    from agentstate.db import _driver_cursor
+
+    saver = AgentStateSaver()
+    config = {"configurable": {"thread_id": "driver-path-read", "checkpoint_ns": ""}}
+    for step in range(3):
+        checkpoint = {
+            "v": 4,
+            "id": f"1ef0000{step}-0000-6000-8000-000000000000",
+            "ts": "2026-12-05T00:00:00+00:00",
+            "channel_values": {"messages": ["a" * 60] * (step + 1), "step": step, "x": b"\0"},
+            "channel_versions": {"messages": f"{step + 1}", "step": f"{step + 1}", "x": "1"},
+            "versions_seen": {},
+            "updated_channels": None,
+        }
+        config = saver.put(config, checkpoint, {"step": step}, checkpoint["channel_versions"])
+    saver.put_writes(config, [("messages", ["w" * 60]), ("step", 9)], "task-1", "path")
+    binary = []
+    driver_cursor = _driver_cursor
+
+    def seen(connection, binding=False):
+        binary.append(binding)
+        return driver_cursor(connection, binding)
+
+    monkeypatch.setattr("agentstate.db._driver_cursor", seen)
+    direct = saver.get_tuple(config)
+    assert binary == [True]
+    with CaptureQueriesContext(connection) as captured:
+        wrapped = saver.get_tuple(config)
+    assert [q for q in captured.captured_queries if "agentstate_checkpoint" in q["sql"]]
+    assert True not in binary[1:]  # Django's cursor (of a preparing connection, or its own)
+    assert direct == wrapped
+    assert direct is not None
+    assert direct.checkpoint["channel_values"]["messages"] == ["a" * 60] * 3
+    assert direct.checkpoint["channel_values"]["x"] == b"\0"
+    assert [(t, c) for t, c, _ in direct.pending_writes] == [
+        ("task-1", "messages"),
+        ("task-1", "step"),
+    ]

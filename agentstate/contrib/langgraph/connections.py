@@ -67,19 +67,27 @@ class Borrowed:
         # one for a thread without (LangGraph's pool threads are new each invoke), only
         # for it to be set aside here; Django's own ``all(initialized_only=True)``
         # looks there
-        own = getattr(connections._connections, self.alias, None)  # type: ignore[attr-defined]
+        #
+        # The storage of ``connections`` for this thread (or this task's context),
+        # looked up once: each get, set and delete through asgiref's ``Local`` looks
+        # it up again, which on a sync thread raises and catches a ``RuntimeError``
+        # (no running event loop) each time. (An asgiref without that method: the
+        # ``Local`` itself.)
+        local = connections._connections  # type: ignore[attr-defined]
+        storage = local._get_storage() if hasattr(local, "_get_storage") else local
+        own = getattr(storage, self.alias, None)
         if own is not None and (own.connection is not None or own.in_atomic_block):
             yield
             return
         wrapper = self._take()
-        connections[self.alias] = wrapper
+        setattr(storage, self.alias, wrapper)
         try:
             yield
         finally:
             if own is None:
-                del connections[self.alias]
+                delattr(storage, self.alias)
             else:
-                connections[self.alias] = own
+                setattr(storage, self.alias, own)
             self._give(wrapper)
 
     def idle(self) -> int:
