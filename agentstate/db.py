@@ -72,6 +72,11 @@ def retried(func: Callable[[], R]) -> R:
     raise AssertionError("unreachable")
 
 
+# ``json.dumps(value, allow_nan=False, ensure_ascii=False)``'s encoder, made once
+# rather than by each ``Json`` parameter
+_JSON = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
+
+
 class Json:
     """A parameter that the database takes as JSON (``jsonb`` on PostgreSQL)."""
 
@@ -151,7 +156,7 @@ def _bound(params: dict[str, Any]) -> tuple[str, list[Any]]:
         kind = type(arg)
         if kind is Json:
             shape.append((name, "%s::jsonb"))
-            values.append(json.dumps(arg.value, allow_nan=False, ensure_ascii=False))
+            values.append(_JSON.encode(arg.value))
         elif kind is Array:
             shape.append((name, f"%s::{arg.type}[]"))
             values.append(arg.values)

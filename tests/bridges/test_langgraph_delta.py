@@ -146,6 +146,9 @@ def test_a_channel_version_is_stored_compact_and_read_back_as_put(version):
     stored = _compact(version)
     assert _expanded(json.loads(json.dumps(stored))) == version
     assert type(_expanded(stored)) is type(version)
+    again = _compact(version)  # the second time from the process's memory: the same
+    assert again == stored
+    assert type(again) is not list or again is not stored  # a list is never shared
 
 
 @pytest.mark.django_db(transaction=True)

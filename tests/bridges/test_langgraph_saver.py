@@ -32,7 +32,7 @@ import asyncio  # noqa: E402
 import operator  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
-from datetime import timedelta  # noqa: E402
+from datetime import UTC, datetime, timedelta  # noqa: E402
 from typing import Annotated, TypedDict  # noqa: E402
 
 from django.contrib.auth import get_user_model  # noqa: E402
@@ -97,6 +97,40 @@ def test_a_node_asking_twice_resumes_to_its_end():
     assert app.invoke({"log": []}, config("twice"))["__interrupt__"][0].value == "first?"
     assert app.invoke(Command(resume="a"), config("twice"))["__interrupt__"][0].value == "second?"
     assert app.invoke(Command(resume="b"), config("twice")) == {"log": ["a", "b"]}
+
+
+@pytest.mark.django_db
+def test_a_checkpoints_metadata_is_stored_as_json_keeps_it():
+    saver = AgentStateSaver()
+    when = datetime(2026, 12, 5, tzinfo=UTC)
+    plain = {"step": 1, "source": "loop", "parents": {"": "x"}, "score": 0.5, "tags": ["a", None]}
+    odd = {
+        "step": 2,
+        "when": when,
+        "pair": (1, 2),
+        "by_number": {3: True},
+        "nested": [{"at": when}],
+    }
+    for metadata, stored in [
+        (plain, plain),
+        (
+            odd,
+            {
+                "step": 2,
+                "when": str(when),
+                "pair": [1, 2],
+                "by_number": {"3": True},
+                "nested": [{"at": str(when)}],
+            },
+        ),
+    ]:
+        checkpoint = {
+            **empty_checkpoint(),
+            "id": f"1f0a0000-0000-6000-8000-00000000000{metadata['step']}",
+        }
+        put = saver.put(config(), checkpoint, metadata, {})
+        assert saver.get_tuple(put).metadata == stored
+        assert Checkpoint.objects.get(checkpoint_id=checkpoint["id"]).metadata == stored
 
 
 @pytest.mark.django_db

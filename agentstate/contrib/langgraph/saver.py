@@ -22,6 +22,7 @@ as ``HistoryForked`` with ``on_fork="raise"``.
 from __future__ import annotations
 
 import builtins
+import functools
 import json
 import logging
 import math
@@ -83,6 +84,22 @@ def jsonable(value: Any) -> Any:
     return json.loads(_ENCODER.encode(value))
 
 
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is made only of what ``jsonable`` gives back equal (and of
+    the same types): dicts with string keys, lists, strings, ints, floats, bools
+    and ``None`` (those types exactly), nested at most 16 deep."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return True
+    if depth == 16:
+        return False
+    if kind is dict:
+        return all(type(key) is str and _plain(item, depth + 1) for key, item in value.items())
+    if kind is list:
+        return all(_plain(item, depth + 1) for item in value)
+    return False
+
+
 def inline(value: Any) -> bool:
     """Whether a channel's value stays in the checkpoint's JSON: one JSON holds
     as it is and gives back the same (``jsonb`` holds no U+0000, nor NaN)."""
@@ -140,10 +157,21 @@ def _compact(version: Any) -> Any:
     ``"00000000000000000000000000000150.0.8233388194969331"``, 20 bytes for 51); any
     other as it is, unless it looks like that form: then in a list of its own."""
     if type(version) is str:
-        if found := _VERSION.fullmatch(version):
-            return f"{int(found[1])}.{found[2]}"
-        if _COMPACT.fullmatch(version):
-            return [version]
+        compact = _compact_text(version)
+        # a list is made anew for each use: the checkpoint's JSON may be changed
+        return [version] if compact is None else compact
+    return version
+
+
+@functools.lru_cache(maxsize=4096)
+def _compact_text(version: str) -> str | None:
+    """``_compact`` of a string, kept for the next puts (a checkpoint repeats most of
+    its parent's versions, each in ``channel_versions`` and ``versions_seen``):
+    ``None`` for one to keep in a list of its own."""
+    if found := _VERSION.fullmatch(version):
+        return f"{int(found[1])}.{found[2]}"
+    if _COMPACT.fullmatch(version):
+        return None
     return version
 
 
@@ -351,7 +379,9 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         parent = configurable.get("checkpoint_id")
         body = _stored_body(rest)
         body["channel_values"] = small
-        meta = jsonable(get_serializable_checkpoint_metadata(config, metadata))
+        meta = get_serializable_checkpoint_metadata(config, metadata)
+        if not _plain(meta):  # as JSON keeps it: a plain one is already, as it is
+            meta = jsonable(meta)
         key = (thread_id, checkpoint_ns)
         with self._lock:
             last = self._last.get(key)
