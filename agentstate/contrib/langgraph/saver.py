@@ -379,7 +379,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         parent = configurable.get("checkpoint_id")
         body = _stored_body(rest)
         body["channel_values"] = small
-        meta = get_serializable_checkpoint_metadata(config, metadata)
+        meta = cast(dict[str, Any], get_serializable_checkpoint_metadata(config, metadata))
         if not _plain(meta):  # as JSON keeps it: a plain one is already, as it is
             meta = jsonable(meta)
         key = (thread_id, checkpoint_ns)
