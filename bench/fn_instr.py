@@ -43,6 +43,8 @@ SUPPLY = 400
 WARM = 20
 LENGTHS = (30, 130)
 OTHERS = 50  # threads of checkpoints besides the measured one's
+# The server that installs a variant: a port of this process, so that runs at once do not meet.
+PORT = 5500 + os.getpid() % 400
 KEEP: Path | None = None  # --keep: where the callgrind files are copied
 
 
@@ -119,7 +121,7 @@ def install(data: Path, variant: Path, db: str) -> None:
         "-D",
         str(data),
         "-o",
-        "-p 5498",
+        f"-p {PORT}",
         "-l",
         str(log),
         "-w",
@@ -131,7 +133,7 @@ def install(data: Path, variant: Path, db: str) -> None:
         subprocess.run(
             [
                 "psql",
-                f"postgresql://postgres@127.0.0.1:5498/{db}",
+                f"postgresql://postgres@127.0.0.1:{PORT}/{db}",
                 "-q",
                 "-v",
                 "ON_ERROR_STOP=1",
@@ -160,7 +162,7 @@ def instructions(data: Path, db: str, text: str, work: Path) -> int:
         "-D",
         str(run),
         "-c",
-        "port=5497",
+        f"port={PORT + 1}",
         db,
         input=text,
         capture_output=True,

@@ -31,7 +31,8 @@ import pstats
 
 from bench import env
 
-STATE = Path("/tmp/agentstate_rest_instr.json")
+# One per database, so that runs on other databases at once keep their own.
+STATE = Path(f"/tmp/agentstate_rest_instr_{env.db_name()}.json")
 WARM = 5
 
 

@@ -97,5 +97,10 @@ def from_json(rows: list[dict[str, Any]], alias: str = "default") -> list[Event]
     that are no column, ``delivery_ids``, become attributes), each built by
     ``agentstate.db.from_json``: the time the only value converted, no model signal
     sent unless one is listened to, so that a sweep's batch of a thousand events
-    costs its receivers' work, not a model's ``from_db`` each."""
-    return [from_json_row(Event, row, alias) for row in rows]
+    costs its receivers' work, not a model's ``from_db`` each. ``agentstate_record``
+    leaves ``delivery_ids`` out where no delivery was written: none."""
+    events = [from_json_row(Event, row, alias) for row in rows]
+    for event, row in zip(events, rows, strict=True):
+        if "delivery_ids" not in row:
+            event.delivery_ids = []
+    return events

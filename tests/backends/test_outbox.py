@@ -6,6 +6,7 @@ events themselves and the outbox trigger starts no insert without an active one)
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 
 from agentstate.backends import backend
 from agentstate.models import Delivery, Run, Webhook
@@ -61,3 +62,22 @@ def test_each_event_comes_with_the_deliveries_of_the_webhooks_that_want_it():
             set(Delivery.objects.filter(event_id=event.pk).values_list("webhook_id", flat=True))
             == wanted
         )
+
+
+def test_the_deliveries_are_read_back_after_a_savepoint_that_wrote_some_was_undone():
+    """On PostgreSQL an event's deliveries are read back only where the outbox wrote
+    some in the transaction (its mark, undone with its savepoint): a filing rolled
+    back to its savepoint leaves no mark, and the next one's deliveries still come."""
+    every = _hook([])
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        assert [len(e.delivery_ids) for e in _file_and_decide("c3")] == [1, 1, 1]
+        raise ZeroDivisionError
+    assert not Delivery.objects.exists()
+    written = _file_and_decide("c4")
+    assert [len(e.delivery_ids) for e in written] == [1, 1, 1]
+    for event in written:
+        assert event.delivery_ids == _delivered(event)
+        assert Delivery.objects.get(pk=event.delivery_ids[0]).webhook_id == every.pk
+    every.active = False
+    every.save()
+    assert all(e.delivery_ids == [] for e in _file_and_decide("c5"))

@@ -53,8 +53,12 @@ class RunOperations:
         return run
 
     def _request(self, result: dict[str, Any]) -> ApprovalRequest:
+        """The request a request's operation answered (``row_to_json`` of its row and
+        its run's), with its ``current_status`` where the answer has one."""
         request = from_json(ApprovalRequest, result["request"], self.alias)
         request.run = from_json(Run, result["run"], self.alias)
+        if "current_status" in result:
+            request.current_status = result["current_status"]  # type: ignore[attr-defined]
         return request
 
     def create_run(self, run_id: str, context: Any, created_by_id: int | None) -> Run:

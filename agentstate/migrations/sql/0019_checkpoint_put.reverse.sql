@@ -1,4 +1,4 @@
--- 0018, undone: the functions as the migrations before it left them.
+-- 0019, undone: the functions as the migrations before it left them.
 
 -- The thread's row id, made or locked (FOR NO KEY UPDATE, as an update locks it), so
 -- that the puts of one thread queue on it. Its updated_at is indexed (THREAD_TTL), so

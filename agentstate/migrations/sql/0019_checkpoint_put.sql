@@ -1,4 +1,4 @@
--- 0018: a LangGraph checkpoint's put in fewer statements (its thread's row made or
+-- 0019: a LangGraph checkpoint's put in fewer statements (its thread's row made or
 -- locked in it, agentstate_touch_thread dropped).
 
 -- A checkpoint with its channel values (agentstate.backends.chains: p_values as
