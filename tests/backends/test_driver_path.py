@@ -157,7 +157,6 @@ def test_a_call_after_the_server_dropped_the_connection_reconnects():
     import psycopg
     from django.db import OperationalError
 
-
     context.put("driver-path", "v", 9)
     (old,) = _kept().values()
     with connection.cursor() as c:
