@@ -4,6 +4,7 @@ import functools
 import json
 import random
 import time
+from _thread import get_ident
 from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -108,7 +109,7 @@ def call(alias: str, function: str, **params: Any) -> Any:
     that an error leaves the caller's transaction usable.
     """
     arguments, values = _bound(params)
-    row = _run(alias, f"SELECT {function}({arguments})", values)
+    row = _run(alias, _statement("SELECT {}({})", function, arguments), values)
     assert row is not None
     (result,) = row
     return decoded(result)
@@ -133,7 +134,7 @@ def call_row(alias: str, function: str, **params: Any) -> tuple[Any, ...] | None
     arguments, values = _bound(params)
     return cast(
         tuple[Any, ...] | None,
-        _run(alias, f"SELECT * FROM {function}({arguments})", values, binary=True),
+        _run(alias, _statement(_ROWS, function, arguments), values, binary=True),
     )
 
 
@@ -142,7 +143,7 @@ def call_rows(alias: str, function: str, **params: Any) -> list[tuple[Any, ...]]
     arguments, values = _bound(params)
     return cast(
         list[tuple[Any, ...]],
-        _run(alias, f"SELECT * FROM {function}({arguments})", values, True, binary=True),
+        _run(alias, _statement(_ROWS, function, arguments), values, True, binary=True),
     )
 
 
@@ -167,6 +168,17 @@ def _bound(params: dict[str, Any]) -> tuple[str, list[Any]]:
             shape.append((name, "%s"))
             values.append(arg)
     return _named(tuple(shape)), values
+
+
+_ROWS = "SELECT * FROM {}({})"
+
+
+@functools.lru_cache(maxsize=1024)
+def _statement(form: str, function: str, arguments: str) -> str:
+    """A call's statement, the same string object for each call of one shape: psycopg
+    keeps a cursor's adaptation of the parameters (its ``Transformer``, with the
+    dumpers it found) while the cursor runs the same object again (``_kept_cursor``)."""
+    return form.format(function, arguments)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -236,15 +248,65 @@ def _fetch_direct(
     connection.validate_thread_sharing()
     connection.validate_no_broken_transaction()
     with connection.wrap_database_errors:
-        driver = _driver_cursor(connection, binary)
+        driver = _kept_cursor(connection, binary)
         try:
             if binary:
                 driver.execute(sql, params, binary=True)
             else:
                 driver.execute(sql, params)
             return driver.fetchall() if every else driver.fetchone()
-        finally:
-            driver.close()
+        except BaseException:
+            _drop_cursor(connection, driver)
+            raise
+
+
+# Where a Django connection keeps its driver cursors for ``_fetch_direct``
+_KEPT = "_agentstate_cursors"
+
+
+def _kept_cursor(connection: Any, binding: bool) -> Any:
+    """The driver's cursor ``_fetch_direct`` runs a call on (``_driver_cursor``'s kind),
+    made once per psycopg connection and kept on the Django connection for the next
+    call, rather than a new one per call: no new cursor's copy of the adapters, and
+    psycopg keeps its adaptation of the parameters while the same statement runs again.
+
+    A cursor is kept for the psycopg connection it was made on, the time zone Django's
+    cursor was made for, and the thread that made it: after a reconnect (a new psycopg
+    connection), a change of the connection's time zone, or a call from another
+    thread (a connection shared between threads, ``inc_thread_sharing``, such as the
+    LangGraph saver's lent ones), a new one is made and kept instead; two threads
+    never run one cursor. The kept cursor holds its last call's rows until the next
+    call on it, or until its connection closes."""
+    driver_connection = connection.connection
+    kind = binding or prepares(connection)
+    kept = connection.__dict__.get(_KEPT)
+    if kept is None:
+        kept = connection.__dict__[_KEPT] = {}
+    entry = kept.get(kind)
+    timezone = connection.timezone
+    thread = get_ident()
+    if (
+        entry is not None
+        and entry[0] is driver_connection
+        and entry[1] is timezone
+        and entry[2] == thread
+        and not entry[3].closed
+    ):
+        return entry[3]
+    driver = _driver_cursor(connection, binding)
+    kept[kind] = (driver_connection, timezone, thread, driver)
+    return driver
+
+
+def _drop_cursor(connection: Any, driver: Any) -> None:
+    """``driver`` closed and no longer kept (after an error: the next call gets a new
+    cursor, whatever state the error left this one in)."""
+    kept = connection.__dict__.get(_KEPT)
+    if kept:
+        for kind, entry in list(kept.items()):
+            if entry[3] is driver:
+                del kept[kind]
+    driver.close()
 
 
 @async_unsafe

@@ -72,7 +72,7 @@ def test_a_checkpoint_reads_the_same_in_binary_and_through_the_wrapper(monkeypat
     driver's cursor and as text through Django's wrapper; the saver gets the same
     checkpoint either way: its values (a chain of bases), its writes, its JSON."""
     from agentstate.contrib.langgraph import AgentStateSaver
-    from agentstate.db import _driver_cursor
+    from agentstate.db import _driver_cursor, _kept_cursor
 
     saver = AgentStateSaver()
     config = {"configurable": {"thread_id": "driver-path-read", "checkpoint_ns": ""}}
@@ -89,19 +89,27 @@ def test_a_checkpoint_reads_the_same_in_binary_and_through_the_wrapper(monkeypat
         config = saver.put(config, checkpoint, {"step": step}, checkpoint["channel_versions"])
     saver.put_writes(config, [("messages", ["w" * 60]), ("step", 9)], "task-1", "path")
     binary = []
-    driver_cursor = _driver_cursor
+    made = []  # the cursors made (a kept one's, or the wrapper's)
+    kept_cursor, driver_cursor = _kept_cursor, _driver_cursor
 
-    def seen(connection, binding=False):
+    def kept(connection, binding):
         binary.append(binding)
+        return kept_cursor(connection, binding)
+
+    def new(connection, binding=False):
+        made.append(binding)
         return driver_cursor(connection, binding)
 
-    monkeypatch.setattr("agentstate.db._driver_cursor", seen)
+    monkeypatch.setattr("agentstate.db._kept_cursor", kept)
+    monkeypatch.setattr("agentstate.db._driver_cursor", new)
     direct = saver.get_tuple(config)
     assert binary == [True]
+    made.clear()
     with CaptureQueriesContext(connection) as captured:
         wrapped = saver.get_tuple(config)
     assert [q for q in captured.captured_queries if "agentstate_checkpoint" in q["sql"]]
-    assert True not in binary[1:]  # Django's cursor (of a preparing connection, or its own)
+    assert binary == [True]  # not the driver's cursor kept for the direct path
+    assert True not in made  # Django's cursor (of a preparing connection, or its own)
     assert direct == wrapped
     assert direct is not None
     assert direct.checkpoint["channel_values"]["messages"] == ["a" * 60] * 3
@@ -110,3 +118,102 @@ def test_a_checkpoint_reads_the_same_in_binary_and_through_the_wrapper(monkeypat
         ("task-1", "messages"),
         ("task-1", "step"),
     ]
+
+
+def _kept() -> dict:
+    """The driver cursors the default connection keeps, by kind."""
+    from django.db import connections
+
+    from agentstate.db import _KEPT
+
+    kept = connections["default"].__dict__.get(_KEPT, {})
+    return {kind: entry[3] for kind, entry in kept.items()}
+
+
+def test_a_call_reuses_the_driver_s_cursor_of_the_last_call():
+    context.put("driver-path", "v", 5)
+    (cursor,) = _kept().values()
+    context.put("driver-path", "v", 6)
+    assert context.get("driver-path", ["v"]) == {"v": 6}
+    assert list(_kept().values()) == [cursor]
+    assert not cursor.closed
+
+
+def test_a_call_after_a_reconnect_gets_a_cursor_of_the_new_connection():
+    context.put("driver-path", "v", 7)
+    (old,) = _kept().values()
+    connection.close()
+    assert old.connection.closed
+    context.put("driver-path", "v", 8)
+    (new,) = _kept().values()
+    assert new is not old
+    assert new.connection is connection.connection
+
+
+def test_a_call_after_the_server_dropped_the_connection_reconnects():
+    """The backend ended under a kept cursor (a database restarted): the next call
+    fails as before, its cursor dropped; once Django closes the broken connection
+    (at the end of a request), a call runs on a new connection and cursor."""
+    import psycopg
+    from django.db import OperationalError
+
+    context.put("driver-path", "v", 9)
+    (old,) = _kept().values()
+    with connection.cursor() as c:
+        c.execute("SELECT pg_backend_pid()")
+        (pid,) = c.fetchone()
+    settings = connection.get_connection_params()
+    with psycopg.connect(autocommit=True, **settings) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+    with pytest.raises(OperationalError):
+        context.get("driver-path", ["v"])
+    assert old.closed
+    assert old not in _kept().values()
+    connection.close_if_unusable_or_obsolete()
+    assert context.get("driver-path", ["v"]) == {"v": 9}
+    (new,) = _kept().values()
+    assert new.connection is connection.connection
+
+
+def test_an_error_drops_the_cursor_it_ran_on():
+    context.put("driver-path", "v", 10)
+    (old,) = _kept().values()
+    with pytest.raises(DatabaseError):
+        call("default", "agentstate_no_such_function")
+    assert old.closed
+    assert old not in _kept().values()
+    assert context.get("driver-path", ["v"]) == {"v": 10}
+
+
+def test_a_connection_shared_between_threads_keeps_a_cursor_per_thread():
+    """A thread that runs a call on another thread's connection (shared on purpose, as
+    the LangGraph saver lends its connections) gets a cursor of its own."""
+    import threading
+
+    from django.db import connections
+
+    context.put("driver-path", "v", 11)
+    (mine,) = _kept().values()
+    wrapper = connections["default"]
+    seen = []
+
+    def elsewhere() -> None:
+        connections["default"] = wrapper
+        try:
+            seen.append(context.get("driver-path", ["v"]))
+            seen.extend(_kept().values())
+        finally:
+            del connections["default"]
+
+    wrapper.inc_thread_sharing()
+    try:
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+    finally:
+        wrapper.dec_thread_sharing()
+    assert seen[0] == {"v": 11}
+    assert seen[1] is not mine
+    assert context.get("driver-path", ["v"]) == {"v": 11}
+    (again,) = _kept().values()
+    assert again is not seen[1]
