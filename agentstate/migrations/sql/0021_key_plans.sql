@@ -1,13 +1,15 @@
 -- 0021: every operation's function (and LangGraph's writes and store) keeps its
 -- statements off sequential scans (enable_seqscan = off). A plan made while a table
--- is empty scans it, and a kept (generic) plan stays so for the connection's life:
--- each call then reads the whole table, which grows.
+-- is empty scans it, and a kept (generic) plan stays so until the table's statistics
+-- change: each call reads the whole table as it grows. jit = off with it: a scan
+-- left as the only way (a table without a usable index) is costed so high that the
+-- statement would be compiled at every call.
 
 CREATE OR REPLACE FUNCTION agentstate_put(
     p_scope text, p_name text, p_value jsonb, p_if_version bigint, p_owner_id bigint, p_owner_name text, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_ensure_scope(p_scope, who);
@@ -56,7 +58,7 @@ END $$;
 
 CREATE OR REPLACE FUNCTION agentstate_get(p_scope text, p_names text[], p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -79,7 +81,7 @@ CREATE OR REPLACE FUNCTION agentstate_append(
     p_operation text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -128,7 +130,7 @@ CREATE OR REPLACE FUNCTION agentstate_get_list(
     p_scope text, p_name text, p_last bigint, p_owner_id bigint, p_owner_name text
 ) RETURNS jsonb
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -163,7 +165,7 @@ CREATE OR REPLACE FUNCTION agentstate_pop(
     p_scope text, p_name text, p_lifo boolean, p_owner_id bigint, p_owner_name text, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -225,7 +227,7 @@ END $$;
 
 CREATE OR REPLACE FUNCTION agentstate_delete(p_scope text, p_name text, p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -247,7 +249,7 @@ END $$;
 
 CREATE OR REPLACE FUNCTION agentstate_delete_scope(p_scope text, p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint;
@@ -270,7 +272,7 @@ CREATE OR REPLACE FUNCTION agentstate_put_pause(
     p_question uuid, p_reach_user bigint, p_reach_name text, p_user_id bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pause agentstate_pausedrun;
     replaced jsonb := '{}';
@@ -313,7 +315,7 @@ CREATE OR REPLACE FUNCTION agentstate_claim(
     p_chat text, p_call text, p_owner text, p_question text, p_user_id bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pause agentstate_pausedrun;
 BEGIN
@@ -346,7 +348,7 @@ CREATE OR REPLACE FUNCTION agentstate_resolve(
     p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pause agentstate_pausedrun := agentstate_reached_pause(
         p_chat, p_call, p_reach_user, p_reach_name);
@@ -365,7 +367,7 @@ CREATE OR REPLACE FUNCTION agentstate_cancel(
     p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pause agentstate_pausedrun := agentstate_reached_pause(
         p_chat, p_call, p_reach_user, p_reach_name);
@@ -381,7 +383,7 @@ END $$;
 CREATE OR REPLACE FUNCTION agentstate_create_run(p_run_id text, p_context jsonb, p_created_by bigint)
 RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     made agentstate_run;
 BEGIN
@@ -401,7 +403,7 @@ END $$;
 CREATE OR REPLACE FUNCTION agentstate_update_run(p_run_id text, p_context jsonb, p_reach bigint)
 RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     changed agentstate_run;
 BEGIN
@@ -419,7 +421,7 @@ CREATE OR REPLACE FUNCTION agentstate_add_usage(
     p_cached bigint, p_reasoning bigint, p_reach bigint
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     top constant bigint := 9223372036854775807;
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
@@ -507,7 +509,7 @@ CREATE OR REPLACE FUNCTION agentstate_record_decision(
     p_reach bigint, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     changed jsonb := agentstate_write_decision(
@@ -520,7 +522,7 @@ CREATE OR REPLACE FUNCTION agentstate_rebuild_approvals(
     p_run_id text, p_records jsonb, p_reach bigint, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     rebuilt jsonb;
@@ -559,7 +561,7 @@ CREATE OR REPLACE FUNCTION agentstate_request_approval(
     p_actor text, p_digest text
 ) RETURNS json
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     got record;
@@ -658,7 +660,7 @@ CREATE OR REPLACE FUNCTION agentstate_decide(
     p_ttl interval, p_user bigint, p_actor text, p_digest text, p_membership text[]
 ) RETURNS json
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run;
     req agentstate_approvalrequest;
@@ -749,7 +751,7 @@ CREATE OR REPLACE FUNCTION agentstate_consume(
     p_actor text
 ) RETURNS json
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     req agentstate_approvalrequest;
@@ -782,7 +784,7 @@ CREATE OR REPLACE FUNCTION agentstate_create_policy(
     p_expires_at timestamptz, p_reason text, p_by bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     for_user bigint := p_user_id;
     made agentstate_approvalpolicy;
@@ -810,7 +812,7 @@ END $$;
 
 CREATE OR REPLACE FUNCTION agentstate_revoke_policy(p_id bigint, p_by bigint, p_actor text) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pol agentstate_approvalpolicy;
     revoked jsonb;
@@ -834,7 +836,7 @@ END $$;
 
 CREATE OR REPLACE FUNCTION agentstate_run_budget(p_run_id text, p_reach bigint) RETURNS jsonb
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_reached_run(p_run_id, p_reach);
     b agentstate_budget;
@@ -851,7 +853,7 @@ CREATE OR REPLACE FUNCTION agentstate_set_run_budget(
     p_run_id text, p_caps jsonb, p_reach bigint, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     before agentstate_budget;
@@ -900,7 +902,7 @@ END $$;
 
 CREATE OR REPLACE FUNCTION agentstate_user_budget(p_username text) RETURNS jsonb
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     uid bigint := agentstate_user_id(p_username);
     b agentstate_budget;
@@ -929,7 +931,7 @@ CREATE OR REPLACE FUNCTION agentstate_set_user_budget(
     p_username text, p_caps jsonb, p_period text, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     uid bigint := agentstate_user_id(p_username);
     created boolean;
@@ -997,7 +999,7 @@ CREATE OR REPLACE FUNCTION agentstate_apply_deadlines(
     p_size integer, p_sweeper text, p_rule_actor text, p_reason text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     due bigint;
     rn agentstate_run;
@@ -1069,7 +1071,8 @@ CREATE OR REPLACE FUNCTION agentstate_put_checkpoint(
     p_thread text, p_ns text, p_id text, p_parent text, p_checkpoint jsonb, p_metadata jsonb,
     p_values bytea, p_base text, p_refuse boolean, p_writes bytea
 ) RETURNS jsonb
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     v_locked boolean;
     v_thread bigint;
@@ -1165,7 +1168,7 @@ END $$;
 CREATE OR REPLACE FUNCTION agentstate_put_checkpoint_writes(
     p_thread text, p_ns text, p_id text, p_writes bytea, p_special boolean
 ) RETURNS jsonb
-LANGUAGE plpgsql SET enable_seqscan = off AS $$
+LANGUAGE plpgsql SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     v_thread bigint;
     v_row bigint;
@@ -1215,7 +1218,8 @@ END $$;
 
 CREATE OR REPLACE FUNCTION agentstate_checkpoint_chain(p_thread bigint, p_ns text, p_base text)
 RETURNS bytea[]
-LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     v_chain bytea[];
 BEGIN
@@ -1246,7 +1250,8 @@ RETURNS TABLE (
     write_tasks text[], write_channels text[], write_types text[], write_blobs bytea[],
     write_paths text[], write_idx integer[]
 )
-LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     c agentstate_checkpoint%ROWTYPE;
     v_chain bytea[];
@@ -1327,7 +1332,7 @@ END $$;
 
 CREATE OR REPLACE FUNCTION agentstate_store_get(p_items jsonb, p_now double precision, p_actor text)
 RETURNS jsonb
-LANGUAGE plpgsql SET enable_seqscan = off AS $$
+LANGUAGE plpgsql SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     answer jsonb := '[]';
     item jsonb;
@@ -1370,7 +1375,7 @@ END $$;
 CREATE OR REPLACE FUNCTION agentstate_store_put(
     p_scope text, p_name text, p_value jsonb, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql SET enable_seqscan = off AS $$
+LANGUAGE plpgsql SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     sid bigint;
     vid bigint;
@@ -1410,7 +1415,7 @@ END $$;
 CREATE OR REPLACE FUNCTION agentstate_token(p_key text)
 RETURNS TABLE (o_user jsonb, o_created timestamptz, o_own text[], o_grouped text[])
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 BEGIN
     RETURN QUERY
     SELECT to_jsonb(u), t.created,

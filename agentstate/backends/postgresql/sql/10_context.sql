@@ -85,7 +85,7 @@ CREATE FUNCTION agentstate_put(
     p_scope text, p_name text, p_value jsonb, p_if_version bigint, p_owner_id bigint, p_owner_name text, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_ensure_scope(p_scope, who);
@@ -135,7 +135,7 @@ END $$;
 -- [[name, value], ...] by name: lists whole, in order.
 CREATE FUNCTION agentstate_get(p_scope text, p_names text[], p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -160,7 +160,7 @@ CREATE FUNCTION agentstate_append(
     p_operation text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -228,7 +228,7 @@ CREATE FUNCTION agentstate_get_list(
     p_scope text, p_name text, p_last bigint, p_owner_id bigint, p_owner_name text
 ) RETURNS jsonb
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -263,7 +263,7 @@ CREATE FUNCTION agentstate_pop(
     p_scope text, p_name text, p_lifo boolean, p_owner_id bigint, p_owner_name text, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -325,7 +325,7 @@ END $$;
 
 CREATE FUNCTION agentstate_delete(p_scope text, p_name text, p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint := agentstate_scope_id(p_scope, who);
@@ -350,7 +350,7 @@ END $$;
 -- before is deleted with it, what they write after finds no scope.
 CREATE FUNCTION agentstate_delete_scope(p_scope text, p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     who bigint := agentstate_owner_id(p_owner_id, p_owner_name);
     sid bigint;

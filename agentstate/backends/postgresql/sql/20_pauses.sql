@@ -67,7 +67,7 @@ CREATE FUNCTION agentstate_put_pause(
     p_question uuid, p_reach_user bigint, p_reach_name text, p_user_id bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pause agentstate_pausedrun;
     replaced jsonb := '{}';
@@ -111,7 +111,7 @@ CREATE FUNCTION agentstate_claim(
     p_chat text, p_call text, p_owner text, p_question text, p_user_id bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pause agentstate_pausedrun;
 BEGIN
@@ -144,7 +144,7 @@ CREATE FUNCTION agentstate_resolve(
     p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pause agentstate_pausedrun := agentstate_reached_pause(
         p_chat, p_call, p_reach_user, p_reach_name);
@@ -165,7 +165,7 @@ CREATE FUNCTION agentstate_cancel(
     p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pause agentstate_pausedrun := agentstate_reached_pause(
         p_chat, p_call, p_reach_user, p_reach_name);

@@ -100,7 +100,7 @@ END $$;
 CREATE FUNCTION agentstate_create_run(p_run_id text, p_context jsonb, p_created_by bigint)
 RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     made agentstate_run;
 BEGIN
@@ -125,7 +125,7 @@ $$;
 CREATE FUNCTION agentstate_update_run(p_run_id text, p_context jsonb, p_reach bigint)
 RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     changed agentstate_run;
 BEGIN
@@ -151,7 +151,7 @@ CREATE FUNCTION agentstate_add_usage(
     p_cached bigint, p_reasoning bigint, p_reach bigint
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     top constant bigint := 9223372036854775807;
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
@@ -308,7 +308,7 @@ CREATE FUNCTION agentstate_record_decision(
     p_reach bigint, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     changed jsonb := agentstate_write_decision(
@@ -322,7 +322,7 @@ CREATE FUNCTION agentstate_rebuild_approvals(
     p_run_id text, p_records jsonb, p_reach bigint, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     rebuilt jsonb;
@@ -401,7 +401,7 @@ CREATE FUNCTION agentstate_request_approval(
     p_actor text, p_digest text
 ) RETURNS json
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     got record;
@@ -512,7 +512,7 @@ CREATE FUNCTION agentstate_decide(
     p_ttl interval, p_user bigint, p_actor text, p_digest text, p_membership text[]
 ) RETURNS json
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run;
     req agentstate_approvalrequest;
@@ -606,7 +606,7 @@ CREATE FUNCTION agentstate_consume(
     p_actor text
 ) RETURNS json
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     req agentstate_approvalrequest;

@@ -84,7 +84,7 @@ CREATE FUNCTION agentstate_create_policy(
     p_expires_at timestamptz, p_reason text, p_by bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     for_user bigint := p_user_id;
     made agentstate_approvalpolicy;
@@ -114,7 +114,7 @@ END $$;
 -- the clock: see the top of this file.
 CREATE FUNCTION agentstate_revoke_policy(p_id bigint, p_by bigint, p_actor text) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     pol agentstate_approvalpolicy;
     revoked jsonb;

@@ -72,7 +72,7 @@ $$;
 
 CREATE FUNCTION agentstate_run_budget(p_run_id text, p_reach bigint) RETURNS jsonb
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_reached_run(p_run_id, p_reach);
     b agentstate_budget;
@@ -91,7 +91,7 @@ CREATE FUNCTION agentstate_set_run_budget(
     p_run_id text, p_caps jsonb, p_reach bigint, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
     before agentstate_budget;
@@ -141,7 +141,7 @@ END $$;
 -- The user's budget as it stands now: a period that is over reads as rolled over.
 CREATE FUNCTION agentstate_user_budget(p_username text) RETURNS jsonb
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     uid bigint := agentstate_user_id(p_username);
     b agentstate_budget;
@@ -174,7 +174,7 @@ CREATE FUNCTION agentstate_set_user_budget(
     p_username text, p_caps jsonb, p_period text, p_user bigint, p_actor text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     uid bigint := agentstate_user_id(p_username);
     created boolean;

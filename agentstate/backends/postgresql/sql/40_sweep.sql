@@ -126,7 +126,7 @@ CREATE FUNCTION agentstate_apply_deadlines(
     p_size integer, p_sweeper text, p_rule_actor text, p_reason text
 ) RETURNS jsonb
 LANGUAGE plpgsql
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     due bigint;
     rn agentstate_run;

@@ -44,7 +44,8 @@ CREATE FUNCTION agentstate_put_checkpoint(
     p_thread text, p_ns text, p_id text, p_parent text, p_checkpoint jsonb, p_metadata jsonb,
     p_values bytea, p_base text, p_refuse boolean, p_writes bytea
 ) RETURNS jsonb
-LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     v_locked boolean;
     v_thread bigint;
@@ -189,7 +190,7 @@ END $$;
 CREATE FUNCTION agentstate_put_checkpoint_writes(
     p_thread text, p_ns text, p_id text, p_writes bytea, p_special boolean
 ) RETURNS jsonb
-LANGUAGE plpgsql SET enable_seqscan = off AS $$
+LANGUAGE plpgsql SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     v_thread bigint;
     v_row bigint;
@@ -242,7 +243,8 @@ END $$;
 -- function in SQL with a WITH is planned again on every call).
 CREATE FUNCTION agentstate_checkpoint_chain(p_thread bigint, p_ns text, p_base text)
 RETURNS bytea[]
-LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     v_chain bytea[];
 BEGIN
@@ -278,7 +280,8 @@ RETURNS TABLE (
     write_tasks text[], write_channels text[], write_types text[], write_blobs bytea[],
     write_paths text[], write_idx integer[]
 )
-LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     c agentstate_checkpoint%ROWTYPE;
     v_chain bytea[];

@@ -19,7 +19,7 @@ $$;
 -- than one planned over the whole batch.
 CREATE FUNCTION agentstate_store_get(p_items jsonb, p_now double precision, p_actor text)
 RETURNS jsonb
-LANGUAGE plpgsql SET enable_seqscan = off AS $$
+LANGUAGE plpgsql SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     answer jsonb := '[]';
     item jsonb;
@@ -68,7 +68,7 @@ END $$;
 CREATE FUNCTION agentstate_store_put(
     p_scope text, p_name text, p_value jsonb, p_actor text
 ) RETURNS jsonb
-LANGUAGE plpgsql SET enable_seqscan = off AS $$
+LANGUAGE plpgsql SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     sid bigint;
     vid bigint;

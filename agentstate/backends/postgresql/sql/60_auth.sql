@@ -9,7 +9,7 @@
 CREATE FUNCTION agentstate_token(p_key text)
 RETURNS TABLE (o_user jsonb, o_created timestamptz, o_own text[], o_grouped text[])
 LANGUAGE plpgsql STABLE
-SET plan_cache_mode = force_generic_plan SET enable_seqscan = off AS $$
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 BEGIN
     RETURN QUERY
     SELECT to_jsonb(u), t.created,
