@@ -79,3 +79,17 @@ def test_context_pauses_and_the_store_planned_over_empty_tables_scan_none(empty_
     question = pauses.put("chat", "call", "alice", {"step": 1})
     pauses.claim("chat", "call", "alice", question)
     assert sequential_scans() == empty_statistics
+
+
+def test_each_function_without_sequential_scans_is_never_compiled():
+    """A scan left as a statement's only path (a table without a usable index, such
+    as the webhooks' ``active`` check of the outbox) is costed past
+    ``jit_above_cost``: without ``jit = off`` it would be compiled at every call."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT proname, proconfig FROM pg_proc"
+            " WHERE proname LIKE 'agentstate%%' AND 'enable_seqscan=off' = ANY(proconfig)"
+        )
+        found = dict(cursor.fetchall())
+    assert len(found) >= 30
+    assert {name for name, config in found.items() if "jit=off" not in config} == set()
