@@ -8,7 +8,9 @@ wakes the waiters a new event concerns:
 - on PostgreSQL, from one ``LISTEN agentstate_events`` connection (psycopg's
   async connection), the NOTIFY of each event being sent in the event's own
   transaction (a trigger), so it arrives after the commit and never for a
-  change rolled back;
+  change rolled back. The trigger sends it only while some process listens:
+  the listener holds an advisory lock for that (``sql/05_feed.sql``), since a
+  NOTIFY makes every committing writer of events wait for the others;
 - elsewhere (or while that connection is down), by reading the event log
   above the last id it saw, every ``POLL_SECONDS``: one poller, not one per
   waiter.
@@ -42,6 +44,10 @@ logger = logging.getLogger(__name__)
 
 CHANNEL = "agentstate_events"
 POLL_SECONDS = 0.5
+# How long a new listener waits, at most, for the transactions that may have
+# written events before it came (their triggers saw no listener): then every
+# waiter looks again.
+CATCH_UP_SECONDS = 5.0
 T = TypeVar("T")
 
 
@@ -142,6 +148,15 @@ def latest_id(alias: str = "default") -> int:
     return last or 0
 
 
+def _settled_beyond(drawn: int) -> bool:
+    """Whether every transaction that had drawn an event id up to ``drawn`` has ended:
+    each holds its feed lock keyed below its ids (``agentstate.backends.feed``)."""
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT agentstate_feed_bound()")
+        (bound,) = cursor.fetchone()
+    return bool(bound > drawn)
+
+
 def _notices_after(after: int) -> list[Notice]:
     rows = Event.objects.filter(settled(after)).order_by("pk")[:1000]
     return [
@@ -214,11 +229,20 @@ class Hub:
         import psycopg
 
         conn = await psycopg.AsyncConnection.connect(listen_conninfo(), autocommit=True)
+        caught_up = None
         try:
             await conn.execute(f"LISTEN {CHANNEL}")
+            # Held for as long as this connection lives: from now on, every event's
+            # trigger sends its NOTIFY.
+            await conn.execute("SELECT pg_advisory_lock_shared(agentstate_listening(), 0)")
+            cursor = await conn.execute(
+                "SELECT coalesce(pg_sequence_last_value('agentstate_event_id_seq'), 0)"
+            )
+            (drawn,) = await cursor.fetchone() or (0,)
             self.listening = True
             # Whatever committed before LISTEN took effect: every waiter looks again.
             self.dispatch(ANYTHING)
+            caught_up = asyncio.get_running_loop().create_task(self._catch_up(drawn))
             async for note in conn.notifies():
                 notice: Notice | None
                 try:
@@ -227,7 +251,20 @@ class Hub:
                     notice = ANYTHING
                 self.dispatch(notice)
         finally:
+            if caught_up is not None:
+                caught_up.cancel()
             await conn.close()
+
+    async def _catch_up(self, drawn: int) -> None:
+        """Every waiter looks again once each transaction that had drawn an event id
+        when the listener came (up to ``drawn``) has ended: their triggers may have
+        seen no listener and sent nothing (at most ``CATCH_UP_SECONDS``)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CATCH_UP_SECONDS
+        with contextlib.suppress(DatabaseError):
+            while loop.time() < deadline and not await run(_settled_beyond, drawn):
+                await asyncio.sleep(0.02)
+        self.dispatch(ANYTHING)
 
 
 def listens() -> bool:

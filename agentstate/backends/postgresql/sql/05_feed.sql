@@ -14,6 +14,20 @@
 -- notification with it). One row trigger for both, where a statement trigger
 -- of its own for the NOTIFY cost a trigger call and a read of the statement's
 -- transition table per insert (about 6 us of the server's CPU per event).
+--
+-- Only while some process listens. A transaction that sent a NOTIFY holds one
+-- lock of the whole cluster from its commit's start to its end, its WAL flush
+-- included, so the commits of every writer of events would wait in line for
+-- each other. A listener holds the advisory lock agentstate_listening() shared
+-- for as long as it listens (agentstate.services.wakeups); an event's trigger
+-- that can take it alone, for an instant, knows that none listens, and sends
+-- nothing. A listener that has just come cannot have heard the events whose
+-- trigger ran before it: it waits for their transactions to end
+-- (agentstate_feed_bound), then has every waiter look again.
+
+-- The advisory lock class of listening ("agls"), with key 0.
+CREATE FUNCTION agentstate_listening() RETURNS integer
+LANGUAGE sql IMMUTABLE AS $$ SELECT 1634167923 $$;
 
 CREATE FUNCTION agentstate_event_drawn() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -31,6 +45,12 @@ BEGIN
         done := set_config('agentstate.feed_lock', drawn::text, true) IS NULL;
     END IF;
     NEW.id := nextval('agentstate_event_id_seq');
+    IF pg_try_advisory_lock(agentstate_listening(), 0) THEN
+        -- nobody listens (or, for this instant, another writer checks: then the
+        -- NOTIFY below is sent for nothing)
+        done := pg_advisory_unlock(agentstate_listening(), 0);
+        RETURN NEW;
+    END IF;
     done := pg_notify('agentstate_events', json_build_object(
         'id', NEW.id, 'kind', NEW.kind, 'object_type', NEW.object_type,
         'object_id', NEW.object_id,
