@@ -23,11 +23,12 @@ BEGIN
     END IF;
     NEW.id := nextval('agentstate_event_id_seq');
     IF pg_try_advisory_lock(agentstate_listening(), 0) THEN
-        -- nobody listens (or, for this instant, another writer checks: then the
-        -- NOTIFY below is sent for nothing)
+        -- nobody listens
         done := pg_advisory_unlock(agentstate_listening(), 0);
         RETURN NEW;
     END IF;
+    -- a listener holds it (or another writer checks at this instant: a NOTIFY
+    -- for nothing)
     done := pg_notify('agentstate_events', json_build_object(
         'id', NEW.id, 'kind', NEW.kind, 'object_type', NEW.object_type,
         'object_id', NEW.object_id,
