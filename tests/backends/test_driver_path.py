@@ -120,6 +120,18 @@ def test_a_checkpoint_reads_the_same_in_binary_and_through_the_wrapper(monkeypat
     ]
 
 
+@pytest.fixture
+def no_kept_cursors():
+    """The default connection keeps no driver cursor from an earlier test (a saver's
+    binary read, say: on a connection that does not prepare, a kind of its own)."""
+    from django.db import connections
+
+    from agentstate.db import _KEPT
+
+    for entry in connections["default"].__dict__.pop(_KEPT, {}).values():
+        entry[3].close()
+
+
 def _kept() -> dict:
     """The driver cursors the default connection keeps, by kind."""
     from django.db import connections
@@ -130,7 +142,7 @@ def _kept() -> dict:
     return {kind: entry[3] for kind, entry in kept.items()}
 
 
-def test_a_call_reuses_the_driver_s_cursor_of_the_last_call():
+def test_a_call_reuses_the_driver_s_cursor_of_the_last_call(no_kept_cursors):
     context.put("driver-path", "v", 5)
     (cursor,) = _kept().values()
     context.put("driver-path", "v", 6)
@@ -139,7 +151,7 @@ def test_a_call_reuses_the_driver_s_cursor_of_the_last_call():
     assert not cursor.closed
 
 
-def test_a_call_after_a_reconnect_gets_a_cursor_of_the_new_connection():
+def test_a_call_after_a_reconnect_gets_a_cursor_of_the_new_connection(no_kept_cursors):
     context.put("driver-path", "v", 7)
     (old,) = _kept().values()
     connection.close()
@@ -151,7 +163,7 @@ def test_a_call_after_a_reconnect_gets_a_cursor_of_the_new_connection():
 
 
 @pytest.mark.direct_only
-def test_a_call_after_the_server_dropped_the_connection_reconnects():
+def test_a_call_after_the_server_dropped_the_connection_reconnects(no_kept_cursors):
     """The backend ended under a kept cursor (a database restarted): the next call
     fails as before, its cursor dropped; once Django closes the broken connection
     (at the end of a request), a call runs on a new connection and cursor. (Behind
@@ -179,7 +191,7 @@ def test_a_call_after_the_server_dropped_the_connection_reconnects():
     assert new.connection is connection.connection
 
 
-def test_an_error_drops_the_cursor_it_ran_on():
+def test_an_error_drops_the_cursor_it_ran_on(no_kept_cursors):
     context.put("driver-path", "v", 10)
     (old,) = _kept().values()
     with pytest.raises(DatabaseError):
@@ -189,7 +201,7 @@ def test_an_error_drops_the_cursor_it_ran_on():
     assert context.get("driver-path", ["v"]) == {"v": 10}
 
 
-def test_a_connection_shared_between_threads_keeps_a_cursor_per_thread():
+def test_a_connection_shared_between_threads_keeps_a_cursor_per_thread(no_kept_cursors):
     """A thread that runs a call on another thread's connection (shared on purpose, as
     the LangGraph saver lends its connections) gets a cursor of its own."""
     import threading
