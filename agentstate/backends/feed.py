@@ -35,15 +35,21 @@ _UNSETTLED = {
 }
 
 
+def postgresql_bound(alias: str = "default") -> int:
+    """On PostgreSQL, the first event id a transaction still in flight might hold
+    (``agentstate_feed_bound()``): every id below it is settled."""
+    with connections[alias].cursor() as cursor:
+        cursor.execute("SELECT agentstate_feed_bound()")
+        (bound,) = cursor.fetchone()
+    return int(bound)
+
+
 def settled(after: int, alias: str = "default") -> Q:
     """The events above ``after`` that may be handed out (see the module's docstring),
     for the query that follows (PostgreSQL asks the database here, first)."""
     vendor = connections[alias].vendor
     if vendor == "postgresql":
-        with connections[alias].cursor() as cursor:
-            cursor.execute("SELECT agentstate_feed_bound()")
-            (bound,) = cursor.fetchone()
-        return Q(pk__gt=after, pk__lt=bound)
+        return Q(pk__gt=after, pk__lt=postgresql_bound(alias))
     unsettled = _UNSETTLED.get(vendor)
     if unsettled is None:
         return Q(pk__gt=after)

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections
 
-from agentstate.backends.feed import settled
+from agentstate.backends.feed import postgresql_bound, settled
 from agentstate.conf import agentstate_settings
 from agentstate.models import Event
 
@@ -151,10 +151,7 @@ def latest_id(alias: str = "default") -> int:
 def _settled_beyond(drawn: int) -> bool:
     """Whether every transaction that had drawn an event id up to ``drawn`` has ended:
     each holds its feed lock keyed below its ids (``agentstate.backends.feed``)."""
-    with connections["default"].cursor() as cursor:
-        cursor.execute("SELECT agentstate_feed_bound()")
-        (bound,) = cursor.fetchone()
-    return bool(bound > drawn)
+    return postgresql_bound() > drawn
 
 
 def _notices_after(after: int) -> list[Notice]:
