@@ -15,7 +15,7 @@ import time
 import pytest
 
 from agentstate.contrib import core
-from agentstate.models import ApprovalRequest, Delivery, Run
+from agentstate.models import ApprovalRequest, Delivery, DeliveryAttempt, Run
 from agentstate.services import approvals, context, runs, webhooks
 from tests.faults.processes import figures, start_beat, start_worker, wait_until, worker_env
 from tests.webhook_receiver import receiving
@@ -49,8 +49,13 @@ def test_redis_restarted_empty_loses_no_delivery_and_no_resume(
             started.append(worker)
             for n in range(FIRST_FAILED):
                 approvals.request_approval(run, "send_email", f"failed-{n}")
+            # recorded, not only received: a worker killed between the receiver's answer
+            # and the attempt's row would leave that attempt out of the log
             wait_until(
-                lambda: len(receiver.received) >= FIRST_FAILED, "the first attempts", 90, [worker]
+                lambda: DeliveryAttempt.objects.filter(status_code=500).count() >= FIRST_FAILED,
+                "the first attempts",
+                90,
+                [worker],
             )
             worker.kill()
             # 2. deliveries and resumes queued with nobody consuming them
