@@ -15,6 +15,10 @@ wakes the waiters a new event concerns:
   above the last id it saw, every ``POLL_SECONDS``: one poller, not one per
   waiter.
 
+A hub that has had no waiter for ``IDLE_SECONDS`` lets go: it closes the
+listening connection (so events stop sending their NOTIFY) or stops polling.
+The next waiter starts it again, as the first one did.
+
 What a waiter then reads from the database (and the first reading of a
 waiting request, authentication included) runs on one thread of its own
 with one connection (``run``), so that a process's waiters never hold more
@@ -48,6 +52,10 @@ POLL_SECONDS = 0.5
 # written events before it came (their triggers saw no listener): then every
 # waiter looks again.
 CATCH_UP_SECONDS = 5.0
+# How long a hub keeps listening (or polling) after its last waiter left.
+IDLE_SECONDS = 60.0
+# How often a listening hub looks whether it has been idle that long.
+IDLE_CHECK_SECONDS = 1.0
 T = TypeVar("T")
 
 
@@ -175,6 +183,8 @@ class Hub:
         self.waiters: set[Waiter] = set()
         self.task: asyncio.Task[None] | None = None
         self.listening = False
+        # when the last waiter left (the event loop's time)
+        self.idle_since = asyncio.get_running_loop().time()
 
     @contextlib.contextmanager
     def waiter(self, wants: Callable[[Notice], bool]) -> Iterator[Waiter]:
@@ -185,6 +195,14 @@ class Hub:
             yield waiter
         finally:
             self.waiters.discard(waiter)
+            if not self.waiters:
+                self.idle_since = asyncio.get_running_loop().time()
+
+    def idle(self) -> bool:
+        """Whether nobody has waited for ``IDLE_SECONDS``: the hub then lets go."""
+        return (
+            not self.waiters and asyncio.get_running_loop().time() - self.idle_since >= IDLE_SECONDS
+        )
 
     def dispatch(self, notice: Notice | None) -> None:
         for waiter in list(self.waiters):
@@ -196,31 +214,43 @@ class Hub:
             self.task = asyncio.get_running_loop().create_task(self._watch())
 
     async def _watch(self) -> None:
+        """Listen, or poll, until idle. The task ends in the step that found it idle
+        (no ``await`` between), so a waiter that comes after finds it done and
+        starts another (``_start``)."""
         last = await run(latest_id)
         # What committed before ``last`` was read and after a waiter's first check:
         # every waiter looks again.
         self.dispatch(ANYTHING)
-        while True:
+        while not self.idle():
             if listens():
                 try:
                     await self._listen()
+                    continue  # idle (or a waiter came while it closed: listen again)
                 except asyncio.CancelledError:
                     raise
                 except Exception:  # noqa: BLE001 - poll until LISTEN works again
                     logger.warning("LISTEN %s failed; polling", CHANNEL, exc_info=True)
-                self.listening = False
-            # Poll (other databases; PostgreSQL until it listens again).
-            deadline = asyncio.get_running_loop().time() + 5
-            while True:
-                try:
-                    for notice in await run(_notices_after, last):
-                        last = max(last, notice.id)
-                        self.dispatch(notice)
-                except DatabaseError:
-                    logger.warning("polling the event log failed", exc_info=True)
-                await asyncio.sleep(POLL_SECONDS)
-                if listens() and asyncio.get_running_loop().time() > deadline:
-                    break
+                finally:
+                    self.listening = False
+            last = await self._poll(last)
+
+    async def _poll(self, last: int) -> int:
+        """Read the event log every ``POLL_SECONDS`` (other databases; PostgreSQL for
+        a while after LISTEN failed) until idle or time to listen again; the last
+        id seen."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5
+        while not self.idle():
+            try:
+                for notice in await run(_notices_after, last):
+                    last = max(last, notice.id)
+                    self.dispatch(notice)
+            except DatabaseError:
+                logger.warning("polling the event log failed", exc_info=True)
+            await asyncio.sleep(POLL_SECONDS)
+            if listens() and loop.time() > deadline:
+                break
+        return last
 
     async def _listen(self) -> None:
         import psycopg
@@ -240,13 +270,15 @@ class Hub:
             # Whatever committed before LISTEN took effect: every waiter looks again.
             self.dispatch(ANYTHING)
             caught_up = asyncio.get_running_loop().create_task(self._catch_up(drawn))
-            async for note in conn.notifies():
-                notice: Notice | None
-                try:
-                    notice = Notice.of(json.loads(note.payload))
-                except (ValueError, KeyError, TypeError):
-                    notice = ANYTHING
-                self.dispatch(notice)
+            while not self.idle():
+                # notices that come between two of these loops wait in the connection
+                async for note in conn.notifies(timeout=IDLE_CHECK_SECONDS):
+                    notice: Notice | None
+                    try:
+                        notice = Notice.of(json.loads(note.payload))
+                    except (ValueError, KeyError, TypeError):
+                        notice = ANYTHING
+                    self.dispatch(notice)
         finally:
             if caught_up is not None:
                 caught_up.cancel()

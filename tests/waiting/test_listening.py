@@ -62,6 +62,43 @@ def test_the_lock_ends_with_the_listener():
         assert heard(conn) == []
 
 
+def listening_locks() -> int:
+    """How many sessions hold the listening lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+            " AND classid = agentstate_listening()::oid AND objid = 0 AND objsubid = 2"
+            " AND granted"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_an_idle_hub_lets_go_of_the_listening_lock(monkeypatch):
+    """Once nobody has waited for IDLE_SECONDS, events send no NOTIFY again."""
+    monkeypatch.setattr(wakeups, "IDLE_SECONDS", 0.3)
+    monkeypatch.setattr(wakeups, "IDLE_CHECK_SECONDS", 0.05)
+
+    async def main() -> tuple[int, int]:
+        hub = wakeups.Hub()
+        with hub.waiter(lambda notice: True):
+            while not hub.listening:
+                await asyncio.sleep(0.01)
+            held = await asyncio.to_thread(listening_locks)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5
+        while not hub.task.done() and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        return held, await asyncio.to_thread(listening_locks)
+
+    try:
+        assert asyncio.run(main()) == (1, 0)
+        with listener(present=False) as conn:
+            pauses.put("chat", "call", "alice", None)
+            assert heard(conn) == []
+    finally:
+        wakeups.close_connections()
+
+
 def test_a_listener_that_comes_during_a_write_wakes_its_waiters_after_it_commits():
     """The write's trigger ran before the listener held the lock (no NOTIFY), and
     it commits after the listener came: the catch-up wakes the waiter."""
