@@ -63,12 +63,14 @@ def test_the_lock_ends_with_the_listener():
 
 
 def listening_locks() -> int:
-    """How many sessions hold the listening lock."""
+    """How many sessions hold this database's listening lock (an advisory lock is
+    per database: other test databases of the cluster have listeners of their own)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
             " AND classid = agentstate_listening()::oid AND objid = 0 AND objsubid = 2"
             " AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
         return cursor.fetchone()[0]
 
