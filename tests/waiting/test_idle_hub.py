@@ -33,8 +33,14 @@ async def woken_by_a_pause(hub: wakeups.Hub, chat: str) -> bool:
         return notice is not None and notice.object_id == PausedRun.object_id(chat, "call")
 
     with hub.waiter(wants) as waiter:
-        await asyncio.sleep(0.3)  # the hub's start: its look again, then listening
-        await waiter.sleep(0)
+        # the hub's start wakes every waiter to look again (when it has read the last
+        # id, when it listens, when it has caught up): over before the pause
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 5
+        while wakeups.listens() and not hub.listening and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)
+        await waiter.sleep(0)  # re-armed
         await asyncio.to_thread(put_pause, chat)
         return await waiter.sleep(5)
 

@@ -72,7 +72,9 @@ def listening_locks() -> int:
             " AND granted"
             " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
-        return cursor.fetchone()[0]
+        (held,) = cursor.fetchone()
+    connection.close()  # this thread's: the test database must be droppable
+    return held
 
 
 def test_an_idle_hub_lets_go_of_the_listening_lock(monkeypatch):
