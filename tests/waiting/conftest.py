@@ -35,3 +35,12 @@ def _close_the_waiters_connection():
     from agentstate.services import wakeups
 
     wakeups.close_connections()
+
+
+@pytest.fixture
+def quickly_idle(monkeypatch):
+    """Hubs let go 0.3 s after their last waiter (``wakeups.IDLE_SECONDS``)."""
+    from agentstate.services import wakeups
+
+    monkeypatch.setattr(wakeups, "IDLE_SECONDS", 0.3)
+    monkeypatch.setattr(wakeups, "IDLE_CHECK_SECONDS", 0.05)

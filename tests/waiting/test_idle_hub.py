@@ -13,12 +13,6 @@ from agentstate.services import pauses, wakeups
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def quickly_idle(monkeypatch):
-    monkeypatch.setattr(wakeups, "IDLE_SECONDS", 0.3)
-    monkeypatch.setattr(wakeups, "IDLE_CHECK_SECONDS", 0.05)
-
-
 def put_pause(chat: str) -> None:
     try:
         pauses.put(chat, "call", "alice", None)
@@ -46,6 +40,7 @@ async def woken_by_a_pause(hub: wakeups.Hub, chat: str) -> bool:
 
 
 async def ended(hub: wakeups.Hub, seconds: float = 5) -> bool:
+    """Whether the hub's task ends within ``seconds``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
     while not hub.task.done() and loop.time() < deadline:

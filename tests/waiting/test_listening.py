@@ -17,6 +17,7 @@ from django.db import connection, connections, transaction
 
 from agentstate.models import Event
 from agentstate.services import pauses, wakeups
+from tests.waiting.test_idle_hub import ended
 
 pytestmark = [
     pytest.mark.postgres_only,
@@ -77,10 +78,8 @@ def listening_locks() -> int:
     return held
 
 
-def test_an_idle_hub_lets_go_of_the_listening_lock(monkeypatch):
+def test_an_idle_hub_lets_go_of_the_listening_lock(quickly_idle):
     """Once nobody has waited for IDLE_SECONDS, events send no NOTIFY again."""
-    monkeypatch.setattr(wakeups, "IDLE_SECONDS", 0.3)
-    monkeypatch.setattr(wakeups, "IDLE_CHECK_SECONDS", 0.05)
 
     async def main() -> tuple[int, int]:
         hub = wakeups.Hub()
@@ -88,10 +87,7 @@ def test_an_idle_hub_lets_go_of_the_listening_lock(monkeypatch):
             while not hub.listening:
                 await asyncio.sleep(0.01)
             held = await asyncio.to_thread(listening_locks)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 5
-        while not hub.task.done() and loop.time() < deadline:
-            await asyncio.sleep(0.05)
+        await ended(hub)
         return held, await asyncio.to_thread(listening_locks)
 
     try:
