@@ -2,6 +2,7 @@
 
 import operator
 import threading
+import time
 from typing import Annotated, TypedDict
 
 import pytest
@@ -11,7 +12,7 @@ from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 
 from agentstate.contrib.langgraph import AgentStateSaver
-from agentstate.contrib.langgraph.connections import IDLE
+from agentstate.contrib.langgraph.connections import LENDS
 from agentstate.models import Checkpoint
 
 
@@ -90,11 +91,11 @@ def five_invokes(saver):
 @pytest.mark.django_db(transaction=True)
 def test_invokes_on_fresh_threads_borrow_the_savers_connections_and_leave_none_open():
     """Each invoke runs its ten calls from up to five threads made for it: they
-    borrow the saver's connections, which are kept for the next invoke (not one
-    opened per thread) and closed with the saver."""
+    borrow the saver's connections, at most ``LENDS`` at once, which are kept for
+    the next invoke (not one opened per thread) and closed with the saver."""
     saver = AgentStateSaver()
     opened = five_invokes(saver)
-    assert 1 <= opened.count <= IDLE
+    assert 1 <= opened.count <= LENDS
     assert saver.borrowed.idle() == opened.count  # every one given back, open
     saver.borrowed.close()
     assert [wrapper.connection for wrapper in opened.wrappers] == [None] * opened.count
@@ -147,3 +148,78 @@ def test_a_call_on_a_thread_without_a_connection_of_its_own_leaves_it_none():
     assert found == {"read": True, "own": False}
     assert opened.count == 1  # the one lent, for both calls
     saver.borrowed.close()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("lends", [1, 3])
+def test_at_most_connections_calls_hold_a_lent_connection_at_once(lends):
+    """Eight threads putting at once: the others wait for a lent connection to come
+    back, so no more are opened (nor held at once) than the saver lends, and every
+    put is stored."""
+    saver = AgentStateSaver(connections=lends)
+    start = threading.Barrier(8)
+    holding, most = [0], [0]
+    lock = threading.Lock()
+    real = saver.backend.put_checkpoint
+
+    def counted(*args, **kwargs):
+        with lock:
+            holding[0] += 1
+            most[0] = max(most[0], holding[0])
+        try:
+            time.sleep(0.02)  # long enough for the others to come
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                holding[0] -= 1
+
+    def put(number):
+        config = {"configurable": {"thread_id": f"lends-{number}", "checkpoint_ns": ""}}
+        start.wait()
+        for step in range(3):
+            checkpoint = empty_checkpoint()
+            config = saver.put(config, checkpoint, {"step": step}, {})
+
+    backend = saver.backend
+    backend.put_checkpoint = counted
+    try:
+        with Opened() as opened:
+            workers = [threading.Thread(target=put, args=(n,)) for n in range(8)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+    finally:
+        del backend.put_checkpoint
+    assert most[0] == lends
+    assert opened.count == lends
+    assert Checkpoint.objects.filter(thread__thread_id__startswith="lends-").count() == 24
+    saver.borrowed.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_call_inside_a_lent_call_uses_its_connection():
+    """A lend inside a lend on one thread (before the lent connection is even open)
+    takes no second one: with one to lend it would wait for itself."""
+    saver = AgentStateSaver(connections=1)
+    found = {}
+
+    def run():
+        with saver.borrowed.connection():
+            outer = connections["default"]
+            with saver.borrowed.connection():
+                found["same"] = connections["default"] is outer
+                found["read"] = saver.get_tuple({"configurable": {"thread_id": "none"}})
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert found == {"same": True, "read": None}
+    saver.borrowed.close()
+
+
+@pytest.mark.parametrize("connections_", [0, -1, 1.5, "2", True])
+def test_connections_is_a_positive_integer(connections_):
+    with pytest.raises(ValueError, match="connections must be a positive integer"):
+        AgentStateSaver(connections=connections_)

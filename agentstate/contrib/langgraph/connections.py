@@ -10,6 +10,12 @@ thread's for that call (``connections[alias]``), then goes back to the
 saver's idle ones (at most ``IDLE`` kept, the others closed). A thread with
 its own open connection (a request's, one inside ``atomic``) always uses it.
 
+At most ``LENDS`` connections are lent at once per saver and process (a call
+beyond waits for one to come back): an invoke's calls overlap by two, the
+put under way and a task's writes (LangGraph puts a graph's checkpoints one
+after another), and each connection more is a server process to start and
+warm (its functions compiled, their plans made) for no work done sooner.
+
 A connection that failed in a call is closed unless still usable; a forked
 process starts with none (the parent's stay the parent's).
 """
@@ -25,23 +31,37 @@ from typing import Any
 from django.db import connections
 
 IDLE = 8  # idle connections kept per saver and process
+LENDS = 2  # connections lent at once per saver and process, by default
 _inherited: list[Any] = []  # a parent's connections: never closed (nor freed) in a child
 
 
 class Borrowed:
-    """The connections lent to the calls of passing threads, for the database ``alias``."""
+    """The connections lent to the calls of passing threads, for the database
+    ``alias``, at most ``lends`` at once."""
 
-    def __init__(self, alias: str) -> None:
+    def __init__(self, alias: str, lends: int = LENDS) -> None:
+        if type(lends) is not int or lends < 1:
+            raise ValueError("connections must be a positive integer.")
         self.alias = alias
+        self.lends = lends
         self._idle: list[Any] = []
         self._lock = threading.Lock()
         self._pid = os.getpid()
+        self._lends = threading.BoundedSemaphore(lends)
+        # the wrapper lent to this thread's call under way, if any
+        self._lent = threading.local()
 
-    def _take(self) -> Any:
+    def _forked(self) -> None:
+        """In a forked process, start with no connection and every lend free (the
+        parent's threads' lends are theirs)."""
         with self._lock:
             if self._pid != os.getpid():
                 _inherited.extend(self._idle)
                 self._idle, self._pid = [], os.getpid()
+                self._lends = threading.BoundedSemaphore(self.lends)
+
+    def _take(self) -> Any:
+        with self._lock:
             if self._idle:
                 return self._idle.pop()
         wrapper = connections.create_connection(self.alias)
@@ -76,19 +96,27 @@ class Borrowed:
         local = connections._connections  # type: ignore[attr-defined]
         storage = local._get_storage() if hasattr(local, "_get_storage") else local
         own = getattr(storage, self.alias, None)
-        if own is not None and (own.connection is not None or own.in_atomic_block):
+        if own is not None and (
+            own.connection is not None
+            or own.in_atomic_block
+            or own is getattr(self._lent, "wrapper", None)  # a call inside a lent one's
+        ):
             yield
             return
-        wrapper = self._take()
-        setattr(storage, self.alias, wrapper)
-        try:
-            yield
-        finally:
-            if own is None:
-                delattr(storage, self.alias)
-            else:
-                setattr(storage, self.alias, own)
-            self._give(wrapper)
+        self._forked()
+        with self._lends:
+            wrapper = self._take()
+            setattr(storage, self.alias, wrapper)
+            self._lent.wrapper = wrapper
+            try:
+                yield
+            finally:
+                self._lent.wrapper = None
+                if own is None:
+                    delattr(storage, self.alias)
+                else:
+                    setattr(storage, self.alias, own)
+                self._give(wrapper)
 
     def idle(self) -> int:
         """How many of the saver's connections wait to be lent."""

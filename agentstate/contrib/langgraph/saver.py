@@ -57,7 +57,7 @@ from agentstate.backends import Backend, backend, chains
 from agentstate.backends.base import packed, unpacked
 from agentstate.types import StoredCheckpoint, Write
 
-from .connections import Borrowed
+from .connections import LENDS, Borrowed
 
 logger = logging.getLogger(__name__)
 
@@ -229,6 +229,11 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
     earlier checkpoint): ``"mark"`` (the default) keeps it, marked ``forked``
     and logged as a warning; ``"raise"`` refuses it with
     ``agentstate.exceptions.HistoryForked``, nothing written.
+
+    ``connections``: how many database connections a process lends at once to
+    the calls of threads without an open one of their own, such as LangGraph's
+    threads of a sync ``invoke`` (default 2: an invoke's calls overlap by two);
+    a process running many sync graphs at once from such threads may want more.
     """
 
     def __init__(
@@ -237,13 +242,14 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         using: str | None = None,
         serde: SerializerProtocol | None = None,
         on_fork: Literal["mark", "raise"] = "mark",
+        connections: int = LENDS,
     ) -> None:
         super().__init__(serde=serde)
         if on_fork not in ("mark", "raise"):
             raise ValueError("on_fork must be 'mark' or 'raise'.")
         self.using = using or DEFAULT_DB_ALIAS
         self.on_fork = on_fork
-        self.borrowed = Borrowed(self.using)
+        self.borrowed = Borrowed(self.using, connections)
         # the values this saver last put on each thread's namespace, what the next
         # put on that checkpoint stores its own on (``agentstate.backends.chains``)
         self._last: OrderedDict[tuple[str, str], _Last] = OrderedDict()
