@@ -76,6 +76,8 @@ THREAD_TOUCH = timedelta(minutes=1)
 Blob = tuple[str, str, str, bytes | None]
 # A pending write: (idx, channel, serde type, bytes).
 Write = tuple[int, str, str, bytes]
+# One call's pending writes, a task's: (task_id, task_path, writes).
+WriteCall = tuple[str, str, list[Write]]
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from agentstate.types import (
     StoredCheckpoint,
     Verdict,
     Write,
+    WriteCall,
 )
 
 if TYPE_CHECKING:
@@ -563,12 +564,16 @@ class Backend(abc.ABC):
         base_id: str | None,
         refuse_fork: bool,
         writes: bytes | None = None,
+        parent_writes: list[WriteCall] | None = None,
     ) -> Put:
         """Store a checkpoint with its channel values (``values``: records of
         ``agentstate.backends.chains`` on those of the checkpoint ``base_id`` of the
         namespace, ``None`` for a snapshot); the thread's puts queue on its row.
         ``writes``: task writes to it (``chains.encode_writes``'s bytes) that came
         before it, stored with it after its writes stored as rows.
+        ``parent_writes``: calls' task writes to ``parent_id`` that came after the
+        parent's put had begun, each stored as ``put_checkpoint_writes`` stores it,
+        in the put's transaction (none when it writes nothing).
         Putting one already stored replaces it (its pending writes kept). A fork
         (``parent_id`` already has another child, or a second root of the
         namespace) is stored as ``forked``, or with ``refuse_fork`` refused as

@@ -368,6 +368,118 @@ def test_writes_a_refused_put_could_not_store_are_stored_alone(monkeypatch):
     assert CheckpointWrite.objects.filter(checkpoint_id=SECOND).count() == 1
 
 
+def _waiting_late(saver, checkpoint_id):
+    """Wait until a task's writes to ``checkpoint_id`` wait for its child's put."""
+    for _ in range(1000):
+        if any(key[2] == checkpoint_id for key in saver._late):
+            return
+        time.sleep(0.005)
+    raise AssertionError("the writes never waited for their checkpoint's child")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_sent_while_their_checkpoints_put_is_under_way_are_stored_by_its_childs(
+    monkeypatch,
+):
+    """Writes to a checkpoint whose put is under way wait for it to end, then for
+    the put of its child (LangGraph's next), which stores them on their checkpoint
+    in its own call: no call of their own, no rows."""
+    monkeypatch.setattr(saver_module, "JUST_PUT", 10)
+    saver = AgentStateSaver()
+    root = saver.put(config("late"), empty_checkpoint(), {"step": -1}, {})
+    entered, release, calls = _held_first_put(saver, monkeypatch, FIRST)
+    first = threading.Thread(
+        target=saver.put, args=(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
+    )
+    first.start()
+    assert entered.wait(10)
+    at_first = {"configurable": {**root["configurable"], "checkpoint_id": FIRST}}
+    writes = threading.Thread(target=saver.put_writes, args=(at_first, [("a", "ünï")], "task"))
+    writes.start()
+    _waiting_late(saver, FIRST)
+    release.set()
+    first.join(10)
+    assert writes.is_alive()  # its checkpoint is put: it waits for the child's
+    saver.put(at_first, {**empty_checkpoint(), "id": SECOND}, {"step": 1}, {})
+    writes.join(10)
+    assert not writes.is_alive()
+    assert calls == []
+    assert saver._late == {}
+    assert not CheckpointWrite.objects.filter(checkpoint_id=FIRST).exists()
+    assert saver.get_tuple(at_first).pending_writes == [("task", "a", "ünï")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_to_the_checkpoint_just_put_are_stored_by_its_childs_put(monkeypatch):
+    monkeypatch.setattr(saver_module, "JUST_PUT", 10)
+    saver = AgentStateSaver()
+    root = saver.put(config("just"), empty_checkpoint(), {"step": -1}, {})
+    entered, release, calls = _held_first_put(saver, monkeypatch, "none")
+    at_first = saver.put(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
+    first_writes = threading.Thread(target=saver.put_writes, args=(at_first, [("a", 1)], "one"))
+    first_writes.start()
+    _waiting_late(saver, FIRST)
+    # a second call for the same checkpoint does not wait: it is stored by its own
+    saver.put_writes(at_first, [("b", 2)], "two")
+    assert calls == [FIRST]
+    saver.put(at_first, {**empty_checkpoint(), "id": SECOND}, {"step": 1}, {})
+    first_writes.join(10)
+    assert not first_writes.is_alive()
+    assert calls == [FIRST]
+    assert sorted(saver.get_tuple(at_first).pending_writes) == [("one", "a", 1), ("two", "b", 2)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_to_a_put_checkpoint_whose_child_does_not_come_are_stored_alone(monkeypatch):
+    """No child put within JUST_PUT (a graph that ends or stops there), or writes of
+    a special channel (an interrupt: no child follows): their own call stores them,
+    on their checkpoint's row."""
+    monkeypatch.setattr(saver_module, "JUST_PUT", 0.2)
+    saver = AgentStateSaver()
+    root = saver.put(config("childless"), empty_checkpoint(), {"step": -1}, {})
+    entered, release, calls = _held_first_put(saver, monkeypatch, "none")
+    at_first = saver.put(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
+    began = time.monotonic()
+    saver.put_writes(at_first, [("__interrupt__", "asked")], "asking")
+    assert time.monotonic() - began < 0.2  # no wait for a child
+    assert calls == [FIRST]
+    saver.put_writes(at_first, [("a", 1)], "task")  # waits JUST_PUT, then alone
+    assert calls == [FIRST, FIRST]
+    assert saver._late == {}
+    assert not CheckpointWrite.objects.filter(checkpoint_id=FIRST).exists()
+    assert sorted(saver.get_tuple(at_first).pending_writes) == [
+        ("asking", "__interrupt__", "asked"),
+        ("task", "a", 1),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writes_whose_childs_put_is_refused_are_stored_alone(monkeypatch):
+    """A child's put refused (a fork, with on_fork="raise") stores none of its
+    parent's writes that waited for it: their own call does."""
+    monkeypatch.setattr(saver_module, "JUST_PUT", 10)
+    saver = AgentStateSaver(on_fork="raise")
+    root = saver.put(config("refused-child"), empty_checkpoint(), {"step": -1}, {})
+    entered, release, calls = _held_first_put(saver, monkeypatch, "none")
+    at_first = saver.put(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
+    saver.put(at_first, {**empty_checkpoint(), "id": SECOND}, {"step": 1}, {})
+    late = threading.Thread(target=saver.put_writes, args=(at_first, [("a", 1)], "task"))
+    with saver._lock:  # as if FIRST had been put just now
+        saver._last[("refused-child", "")] = saver._last[("refused-child", "")].__class__(
+            FIRST, 0, {}, time.monotonic()
+        )
+    late.start()
+    _waiting_late(saver, FIRST)
+    with pytest.raises(HistoryForked):  # FIRST already has a child, SECOND
+        saver.put(
+            at_first, {**empty_checkpoint(), "id": "1f0a0000-0000-6000-8000-0000000000f3"}, {}, {}
+        )
+    late.join(10)
+    assert not late.is_alive()
+    assert calls == [FIRST]
+    assert saver.get_tuple(at_first).pending_writes == [("task", "a", 1)]
+
+
 @pytest.mark.postgres_only
 @pytest.mark.django_db
 def test_the_hot_path_is_one_round_trip_each_on_postgresql():

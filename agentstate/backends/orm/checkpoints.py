@@ -10,7 +10,7 @@ from django.db.models.functions import Now
 
 from agentstate.exceptions import HistoryForked
 from agentstate.models import Checkpoint, CheckpointBlob, CheckpointWrite, Thread
-from agentstate.types import THREAD_TOUCH, Put, StoredCheckpoint, Write
+from agentstate.types import THREAD_TOUCH, Put, StoredCheckpoint, Write, WriteCall
 
 from .. import chains
 from .operations import Operations
@@ -68,6 +68,7 @@ class CheckpointOperations(Operations):
         base_id: str | None,
         refuse_fork: bool,
         writes: bytes | None = None,
+        parent_writes: list[WriteCall] | None = None,
     ) -> Put:
         return self.atomic(
             self._put_checkpoint,
@@ -81,6 +82,7 @@ class CheckpointOperations(Operations):
             base_id,
             refuse_fork,
             writes,
+            parent_writes,
         )
 
     def _put_checkpoint(
@@ -95,6 +97,7 @@ class CheckpointOperations(Operations):
         base_id: str | None,
         refuse_fork: bool,
         carried: bytes | None,
+        parent_writes: list[WriteCall] | None,
     ) -> Put:
         thread = self._touch_thread(thread_id)
         sibling = (
@@ -115,6 +118,11 @@ class CheckpointOperations(Operations):
             .exists()
         ):
             return Put(forked=sibling is not None, rebase=True)
+        if parent_id is not None:
+            for task_id, task_path, call in parent_writes or []:
+                self._put_checkpoint_writes(
+                    thread_id, checkpoint_ns, parent_id, task_id, task_path, call
+                )
         # the writes of its tasks stored before it (LangGraph may put them first) join it
         early = self.rows(CheckpointWrite).filter(
             thread_id=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id

@@ -15,7 +15,7 @@ from typing import Any, cast
 from agentstate.backends import chains
 from agentstate.backends.orm.checkpoints import CheckpointOperations as ORMCheckpointOperations
 from agentstate.db import Array, Json
-from agentstate.types import Put, StoredCheckpoint, Write
+from agentstate.types import Put, StoredCheckpoint, Write, WriteCall
 
 
 class CheckpointOperations(ORMCheckpointOperations):
@@ -35,7 +35,9 @@ class CheckpointOperations(ORMCheckpointOperations):
         base_id: str | None,
         refuse_fork: bool,
         writes: bytes | None = None,
+        parent_writes: list[WriteCall] | None = None,
     ) -> Put:
+        calls = parent_writes or []
         result = self.call(
             "put_checkpoint",
             p_thread=thread_id,
@@ -48,6 +50,8 @@ class CheckpointOperations(ORMCheckpointOperations):
             p_base=base_id,
             p_refuse=refuse_fork,
             p_writes=writes,
+            p_parent_writes=Array([chains.encode_writes(*call) for call in calls], "bytea"),
+            p_parent_special=Array([any(w[0] < 0 for w in call[2]) for call in calls], "boolean"),
         )
         return Put(forked=bool(result["forked"]), rebase=bool(result.get("rebase")))
 

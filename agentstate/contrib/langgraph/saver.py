@@ -31,7 +31,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -55,7 +55,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from agentstate.backends import Backend, backend, chains
 from agentstate.backends.base import packed, unpacked
-from agentstate.types import StoredCheckpoint, Write
+from agentstate.types import StoredCheckpoint, Write, WriteCall
 
 from .connections import LENDS, Borrowed
 
@@ -70,7 +70,8 @@ REMEMBERED = 256
 CARRY_WAIT = 0.5
 # Writes to a checkpoint newer than the one this process put last on the thread's
 # namespace, at most this many seconds ago, wait as long for their put to begin:
-# LangGraph's next put is about to.
+# LangGraph's next put is about to. So do writes to the checkpoint put last, or
+# whose put is under way, once it has ended: its child's put takes them.
 JUST_PUT = 0.05
 
 
@@ -123,11 +124,11 @@ def _config(thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> RunnableC
 
 @dataclass(eq=False)
 class _Early:
-    """A task's writes (``chains.encode_writes``' bytes) to a checkpoint whose put
-    this process is about to make: that put takes them (``taken``) and stores them
-    with it (``stored``); ``ended`` is set when it is over."""
+    """A task's writes (one call's) to a checkpoint whose put, or whose child's
+    put, this process is about to make: that put takes them (``taken``) and stores
+    them with it (``stored``); ``ended`` is set when it is over."""
 
-    data: bytes
+    call: WriteCall
     taken: bool = False
     stored: bool = False
     ended: threading.Event = field(default_factory=threading.Event)
@@ -258,6 +259,8 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         # put to take them (``put_writes``)
         self._puts: dict[tuple[str, str], dict[str, threading.Event]] = {}
         self._early: dict[tuple[str, str, str], builtins.list[_Early]] = {}
+        # and those to a checkpoint whose put began, waiting for its child's put
+        self._late: dict[tuple[str, str, str], builtins.list[_Early]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -399,7 +402,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             and last.depth + 1 < chains.CHAIN
             else None
         )
-        with self._putting(key, checkpoint["id"]) as early:
+        with self._putting(key, checkpoint["id"], parent) as (early, late):
             while True:
                 records, held = self._records(values, small, checkpoint["channel_versions"], on)
                 body["values_held"] = sorted(held)
@@ -414,12 +417,13 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                         chains.encode(records),
                         None if on is None else on.checkpoint_id,
                         self.on_fork == "raise",
-                        b"".join(e.data for e in early) or None,
+                        b"".join(chains.encode_writes(*e.call) for e in early) or None,
+                        [e.call for e in late] or None,
                     )
                 if not done.rebase or on is None:
                     break
                 on = None  # its base was deleted since: a snapshot instead
-            for e in early:
+            for e in (*early, *late):
                 e.stored = True
             # remembered before the put stops being under way: writes that come in
             # between see one or the other (``_carried``)
@@ -445,18 +449,22 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         return _config(thread_id, checkpoint_ns, checkpoint["id"])
 
     @contextmanager
-    def _putting(self, key: tuple[str, str], checkpoint_id: str) -> Iterator[builtins.list[_Early]]:
-        """The put of ``checkpoint_id`` on the thread's namespace ``key``, under way:
-        the task writes to it waiting for it (``put_writes``), taken to be stored
+    def _putting(
+        self, key: tuple[str, str], checkpoint_id: str, parent: str | None
+    ) -> Iterator[tuple[builtins.list[_Early], builtins.list[_Early]]]:
+        """The put of ``checkpoint_id`` (a child of ``parent``) on the thread's
+        namespace ``key``, under way: the task writes to it waiting for it, and those
+        to its parent waiting for a child's put (``put_writes``), taken to be stored
         with it (each ``stored`` when it is), each told when it is over."""
         ended = threading.Event()
         with self._lock:
             self._puts.setdefault(key, {})[checkpoint_id] = ended
             early = self._early.pop((*key, checkpoint_id), [])
-            for e in early:
+            late = [] if parent is None else self._late.pop((*key, parent), [])
+            for e in (*early, *late):
                 e.taken = True
         try:
-            yield early
+            yield early, late
         finally:
             with self._lock:
                 under_way = self._puts[key]
@@ -465,54 +473,58 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 if not under_way:
                     del self._puts[key]
             ended.set()
-            for e in early:
+            for e in (*early, *late):
                 e.ended.set()
 
-    def _carried(self, key: tuple[str, str], checkpoint_id: str, data: Callable[[], bytes]) -> bool:
-        """Whether a task's writes (``data()``: their bytes) to ``checkpoint_id`` were
-        stored by its put, made in this process; otherwise the put under way, if
-        any, is over.
+    def _carried(self, key: tuple[str, str], checkpoint_id: str, call: WriteCall) -> bool:
+        """Whether a task's writes (one ``call``'s) to ``checkpoint_id`` were stored
+        by a put made in this process: their checkpoint's, or its child's.
 
         LangGraph runs a graph's puts and its tasks' writes on threads of their own,
         each put after the one before, and sends a step's writes as soon as its
-        tasks end: often before the put of their checkpoint has begun. Writes to a
-        checkpoint whose put is under way wait for it (then join its row); writes
-        to one newer than a put under way (LangGraph's ids grow with time) wait
-        for their put to begin, at most ``CARRY_WAIT`` seconds, and to one newer
-        than the put that ended last, at most ``JUST_PUT`` seconds after it, wait
-        ``JUST_PUT``; that put takes them. Either saves the database a wait, and
-        the second a call, with rows of their own it would later move to the
-        checkpoint's row."""
+        tasks end: often before the put of their checkpoint has begun, or while it
+        is under way. Writes to one newer than a put under way (LangGraph's ids
+        grow with time) wait for their put to begin, at most ``CARRY_WAIT``
+        seconds, and to one newer than the put that ended last, at most
+        ``JUST_PUT`` seconds after it, wait ``JUST_PUT``: that put takes them. Writes
+        to a checkpoint whose put is under way, or to the one put last at most
+        ``JUST_PUT`` seconds ago, wait for it to end, then ``JUST_PUT`` for the put
+        of its child, which takes them: one call at a time for a checkpoint, and
+        none that writes a special channel (an error, an interrupt: no child
+        follows). Either saves the database a call of their own, and its commit."""
+        special = any(w[0] < 0 for w in call[2])
         with self._lock:
             under_way = self._puts.get(key, {})
             put = under_way.get(checkpoint_id)
             last = self._last.get(key)
-            wait = None
-            if put is None:
-                if any(other < checkpoint_id for other in under_way):
-                    wait = CARRY_WAIT
-                elif (
-                    last is not None
-                    and last.checkpoint_id < checkpoint_id
-                    and time.monotonic() - last.ended < JUST_PUT
-                ):
-                    wait = JUST_PUT
+            recent = last is not None and time.monotonic() - last.ended < JUST_PUT
+            waiting, wait = None, JUST_PUT
+            # one call at most waits for a child's put: LangGraph's pool, which runs
+            # that put too, keeps threads for it
+            late = None if special or (*key, checkpoint_id) in self._late else self._late
+            if put is not None:
+                waiting = late
+            elif any(other < checkpoint_id for other in under_way):
+                waiting, wait = self._early, CARRY_WAIT
+            elif recent and last is not None and last.checkpoint_id < checkpoint_id:
+                waiting = self._early
+            elif recent and last is not None and last.checkpoint_id == checkpoint_id:
+                waiting = late
             early = None
-            if wait is not None:
-                early = _Early(data())
-                self._early.setdefault((*key, checkpoint_id), []).append(early)
+            if waiting is not None:
+                early = _Early(call)
+                waiting.setdefault((*key, checkpoint_id), []).append(early)
         if put is not None:
-            put.wait()
-            return False
-        if early is None:
+            put.wait()  # a call of their own would wait for it in the database
+        if early is None or waiting is None:
             return False
         early.ended.wait(wait)
         with self._lock:
             if not early.taken:  # no put came for them: they go alone
-                waiting = self._early[(*key, checkpoint_id)]
-                waiting.remove(early)
-                if not waiting:
-                    del self._early[(*key, checkpoint_id)]
+                kept = waiting[(*key, checkpoint_id)]
+                kept.remove(early)
+                if not kept:
+                    del waiting[(*key, checkpoint_id)]
                 return False
         early.ended.wait()
         return early.stored
@@ -580,9 +592,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         checkpoint_id = configurable["checkpoint_id"]
         stored = list(by_idx.values())
         if carried and self._carried(
-            (thread_id, checkpoint_ns),
-            checkpoint_id,
-            lambda: chains.encode_writes(task_id, task_path, stored),
+            (thread_id, checkpoint_ns), checkpoint_id, (task_id, task_path, stored)
         ):
             return
         with self.borrowed.connection():

@@ -20,6 +20,9 @@ $$;
 -- writes nothing and answers rebase: the saver puts a snapshot instead. p_writes:
 -- task writes to it (agentstate.backends.chains' form) that came to the saver
 -- before it, stored with it after those stored before it as rows.
+-- p_parent_writes: task writes to its parent that came to the saver after the
+-- parent's put had begun, each one call's (p_parent_special: whether it writes a
+-- special channel), stored as agentstate_put_checkpoint_writes stores a call's.
 --
 -- A put holds its thread's put lock (agentstate_put_lock) until it ends, so that a
 -- task's writes arriving while it is under way wait for it (below). Then it makes
@@ -42,7 +45,8 @@ $$;
 -- generic plan is the one they would pick anyway.
 CREATE FUNCTION agentstate_put_checkpoint(
     p_thread text, p_ns text, p_id text, p_parent text, p_checkpoint jsonb, p_metadata jsonb,
-    p_values bytea, p_base text, p_refuse boolean, p_writes bytea
+    p_values bytea, p_base text, p_refuse boolean, p_writes bytea,
+    p_parent_writes bytea[], p_parent_special boolean[]
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
@@ -117,6 +121,11 @@ BEGIN
     IF p_writes IS NOT NULL THEN
         v_writes := coalesce(v_writes, ''::bytea) || p_writes;
     END IF;
+    FOR i IN 1..coalesce(array_length(p_parent_writes, 1), 0) LOOP
+        -- its own put lock, held here, never waits for itself
+        PERFORM agentstate_put_checkpoint_writes(
+            p_thread, p_ns, p_parent, p_parent_writes[i], p_parent_special[i]);
+    END LOOP;
     -- DO NOTHING, then an update when stored already: an insert that may update
     -- builds its update at every call
     INSERT INTO agentstate_checkpoint
