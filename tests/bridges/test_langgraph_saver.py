@@ -222,13 +222,14 @@ def _held_first_put(saver, monkeypatch, first_id):
     return entered, release, calls
 
 
-def _waiting(saver, checkpoint_id):
-    """Wait until a task's writes to ``checkpoint_id`` wait for its put."""
+def _waiting(saver, checkpoint_id, child=False):
+    """Wait until a task's writes to ``checkpoint_id`` wait for its put (``child``:
+    for its child's put)."""
     for _ in range(1000):
-        if any(key[2] == checkpoint_id for key in saver._early):
+        if any(key[2] == checkpoint_id for key in (saver._late if child else saver._early)):
             return
         time.sleep(0.005)
-    raise AssertionError("the writes never waited for their checkpoint's put")
+    raise AssertionError("the writes never waited for a put")
 
 
 FIRST = "1f0a0000-0000-6000-8000-0000000000f1"
@@ -368,15 +369,6 @@ def test_writes_a_refused_put_could_not_store_are_stored_alone(monkeypatch):
     assert CheckpointWrite.objects.filter(checkpoint_id=SECOND).count() == 1
 
 
-def _waiting_late(saver, checkpoint_id):
-    """Wait until a task's writes to ``checkpoint_id`` wait for its child's put."""
-    for _ in range(1000):
-        if any(key[2] == checkpoint_id for key in saver._late):
-            return
-        time.sleep(0.005)
-    raise AssertionError("the writes never waited for their checkpoint's child")
-
-
 @pytest.mark.django_db(transaction=True)
 def test_writes_sent_while_their_checkpoints_put_is_under_way_are_stored_by_its_childs(
     monkeypatch,
@@ -396,7 +388,7 @@ def test_writes_sent_while_their_checkpoints_put_is_under_way_are_stored_by_its_
     at_first = {"configurable": {**root["configurable"], "checkpoint_id": FIRST}}
     writes = threading.Thread(target=saver.put_writes, args=(at_first, [("a", "ünï")], "task"))
     writes.start()
-    _waiting_late(saver, FIRST)
+    _waiting(saver, FIRST, child=True)
     release.set()
     first.join(10)
     assert writes.is_alive()  # its checkpoint is put: it waits for the child's
@@ -418,7 +410,7 @@ def test_writes_to_the_checkpoint_just_put_are_stored_by_its_childs_put(monkeypa
     at_first = saver.put(root, {**empty_checkpoint(), "id": FIRST}, {"step": 0}, {})
     first_writes = threading.Thread(target=saver.put_writes, args=(at_first, [("a", 1)], "one"))
     first_writes.start()
-    _waiting_late(saver, FIRST)
+    _waiting(saver, FIRST, child=True)
     # a second call for the same checkpoint does not wait: it is stored by its own
     saver.put_writes(at_first, [("b", 2)], "two")
     assert calls == [FIRST]
@@ -469,7 +461,7 @@ def test_writes_whose_childs_put_is_refused_are_stored_alone(monkeypatch):
             FIRST, 0, {}, time.monotonic()
         )
     late.start()
-    _waiting_late(saver, FIRST)
+    _waiting(saver, FIRST, child=True)
     with pytest.raises(HistoryForked):  # FIRST already has a child, SECOND
         saver.put(
             at_first, {**empty_checkpoint(), "id": "1f0a0000-0000-6000-8000-0000000000f3"}, {}, {}
