@@ -37,7 +37,19 @@ class CheckpointOperations(ORMCheckpointOperations):
         writes: bytes | None = None,
         parent_writes: list[WriteCall] | None = None,
     ) -> Put:
-        calls = parent_writes or []
+        # only when there are some: the driver adapts no empty arrays on every put
+        parents = (
+            {
+                "p_parent_writes": Array(
+                    [chains.encode_writes(*c) for c in parent_writes], "bytea"
+                ),
+                "p_parent_special": Array(
+                    [any(w[0] < 0 for w in c[2]) for c in parent_writes], "boolean"
+                ),
+            }
+            if parent_writes
+            else {}
+        )
         result = self.call(
             "put_checkpoint",
             p_thread=thread_id,
@@ -50,8 +62,7 @@ class CheckpointOperations(ORMCheckpointOperations):
             p_base=base_id,
             p_refuse=refuse_fork,
             p_writes=writes,
-            p_parent_writes=Array([chains.encode_writes(*call) for call in calls], "bytea"),
-            p_parent_special=Array([any(w[0] < 0 for w in call[2]) for call in calls], "boolean"),
+            **parents,
         )
         return Put(forked=bool(result["forked"]), rebase=bool(result.get("rebase")))
 

@@ -46,7 +46,7 @@ $$;
 CREATE FUNCTION agentstate_put_checkpoint(
     p_thread text, p_ns text, p_id text, p_parent text, p_checkpoint jsonb, p_metadata jsonb,
     p_values bytea, p_base text, p_refuse boolean, p_writes bytea,
-    p_parent_writes bytea[], p_parent_special boolean[]
+    p_parent_writes bytea[] DEFAULT NULL, p_parent_special boolean[] DEFAULT NULL
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
