@@ -134,6 +134,13 @@ class _Early:
     ended: threading.Event = field(default_factory=threading.Event)
 
 
+class _NoChild:
+    """What ``_carried`` answers for writes that waited for a child's put in vain."""
+
+
+_NO_CHILD = _NoChild()
+
+
 @dataclass(frozen=True)
 class _Last:
     """A checkpoint this saver put: its id, how many bases it has, and its values
@@ -259,8 +266,14 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         # put to take them (``put_writes``)
         self._puts: dict[tuple[str, str], dict[str, threading.Event]] = {}
         self._early: dict[tuple[str, str, str], builtins.list[_Early]] = {}
-        # and those to a checkpoint whose put began, waiting for its child's put
+        # and those to a checkpoint whose put began, waiting for its child's put;
+        # when such writes last went alone for want of one, by their checkpoint
         self._late: dict[tuple[str, str, str], builtins.list[_Early]] = {}
+        self._late_alone: dict[tuple[str, str, str], float] = {}
+        # set once a child's put came just after its parent's late writes went alone:
+        # LangGraph held it for them (a DeltaChannel's writes, an error handler's),
+        # so no writes wait for a child's put from then on
+        self._children_wait = False
         self._lock = threading.Lock()
 
     @property
@@ -463,6 +476,9 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             late = [] if parent is None else self._late.pop((*key, parent), [])
             for e in (*early, *late):
                 e.taken = True
+            alone = None if parent is None else self._late_alone.pop((*key, parent), None)
+            if alone is not None and time.monotonic() - alone < JUST_PUT:
+                self._children_wait = True
         try:
             yield early, late
         finally:
@@ -476,9 +492,12 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             for e in (*early, *late):
                 e.ended.set()
 
-    def _carried(self, key: tuple[str, str], checkpoint_id: str, call: WriteCall) -> bool:
+    def _carried(
+        self, key: tuple[str, str], checkpoint_id: str, call: WriteCall
+    ) -> bool | _NoChild:
         """Whether a task's writes (one ``call``'s) to ``checkpoint_id`` were stored
-        by a put made in this process: their checkpoint's, or its child's.
+        by a put made in this process: their checkpoint's, or its child's
+        (``_NO_CHILD``: not, after waiting for a child's put that did not come).
 
         LangGraph runs a graph's puts and its tasks' writes on threads of their own,
         each put after the one before, and sends a step's writes as soon as its
@@ -491,7 +510,10 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         ``JUST_PUT`` seconds ago, wait for it to end, then ``JUST_PUT`` for the put
         of its child, which takes them: one call at a time for a checkpoint, and
         none that writes a special channel (an error, an interrupt: no child
-        follows). Either saves the database a call of their own, and its commit."""
+        follows); none at all once a child's put came just after such writes went
+        alone (LangGraph holds a put for the writes that made it, a
+        ``DeltaChannel``'s and an error handler's). Either saves the database a
+        call of their own, and its commit."""
         special = any(w[0] < 0 for w in call[2])
         with self._lock:
             under_way = self._puts.get(key, {})
@@ -501,7 +523,11 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             waiting, wait = None, JUST_PUT
             # one call at most waits for a child's put: LangGraph's pool, which runs
             # that put too, keeps threads for it
-            late = None if special or (*key, checkpoint_id) in self._late else self._late
+            late = (
+                None
+                if special or self._children_wait or (*key, checkpoint_id) in self._late
+                else self._late
+            )
             if put is not None:
                 waiting = late
             elif any(other < checkpoint_id for other in under_way):
@@ -525,7 +551,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 kept.remove(early)
                 if not kept:
                     del waiting[(*key, checkpoint_id)]
-                return False
+                return _NO_CHILD if waiting is self._late else False
         early.ended.wait()
         return early.stored
 
@@ -591,14 +617,25 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         checkpoint_ns = configurable.get("checkpoint_ns", "")
         checkpoint_id = configurable["checkpoint_id"]
         stored = list(by_idx.values())
-        if carried and self._carried(
-            (thread_id, checkpoint_ns), checkpoint_id, (task_id, task_path, stored)
-        ):
+        namespace = (thread_id, checkpoint_ns)
+        outcome = (
+            self._carried(namespace, checkpoint_id, (task_id, task_path, stored))
+            if carried
+            else None
+        )
+        if outcome is True:
             return
         with self.borrowed.connection():
             self.backend.put_checkpoint_writes(
                 thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, stored
             )
+        if outcome is _NO_CHILD:
+            # stored now: a child's put that begins right after was waiting for them
+            with self._lock:
+                now = time.monotonic()
+                for gone in [k for k, at in self._late_alone.items() if now - at > JUST_PUT]:
+                    del self._late_alone[gone]
+                self._late_alone[(*namespace, checkpoint_id)] = now
 
     def _forget(self) -> None:
         """Write the next puts as snapshots (a base may be gone; a put finds it out
