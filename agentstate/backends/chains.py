@@ -200,6 +200,12 @@ RESOLVED_BYTES = 16 << 20
 _resolved = _Resolved(RESOLVED_BYTES)
 
 
+def special(writes: Sequence[Write]) -> bool:
+    """Whether a call's pending writes write a special channel (a negative idx:
+    ``__error__``, ``__interrupt__`` and the others), whose last write is kept."""
+    return any(w[0] < 0 for w in writes)
+
+
 def encode_writes(task_id: str, task_path: str, writes: Sequence[Write]) -> bytes:
     """A task's pending writes, to append to the checkpoint's ``writes`` (each value
     compressed by ``squeezed`` when that pays)."""

@@ -216,7 +216,7 @@ class CheckpointOperations(Operations):
             stored = bytes(row[1] or b"")
             # a call appended already (a task's retry) is not appended again, unless it
             # writes a special channel, whose last write counts
-            if appended not in stored or any(w[0] < 0 for w in writes):
+            if appended not in stored or chains.special(writes):
                 self.rows(Checkpoint).filter(pk=row[0]).update(writes=stored + appended)
             return
         rows = [

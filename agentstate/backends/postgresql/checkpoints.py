@@ -43,9 +43,7 @@ class CheckpointOperations(ORMCheckpointOperations):
                 "p_parent_writes": Array(
                     [chains.encode_writes(*c) for c in parent_writes], "bytea"
                 ),
-                "p_parent_special": Array(
-                    [any(w[0] < 0 for w in c[2]) for c in parent_writes], "boolean"
-                ),
+                "p_parent_special": Array([chains.special(c[2]) for c in parent_writes], "boolean"),
             }
             if parent_writes
             else {}
@@ -81,7 +79,7 @@ class CheckpointOperations(ORMCheckpointOperations):
             p_ns=checkpoint_ns,
             p_id=checkpoint_id,
             p_writes=chains.encode_writes(task_id, task_path, writes),
-            p_special=any(w[0] < 0 for w in writes),
+            p_special=chains.special(writes),
         )
 
     def checkpoint(

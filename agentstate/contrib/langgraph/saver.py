@@ -514,12 +514,17 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         alone (LangGraph holds a put for the writes that made it, a
         ``DeltaChannel``'s and an error handler's). Either saves the database a
         call of their own, and its commit."""
-        special = any(w[0] < 0 for w in call[2])
+        special = chains.special(call[2])
         with self._lock:
             under_way = self._puts.get(key, {})
             put = under_way.get(checkpoint_id)
             last = self._last.get(key)
-            recent = last is not None and time.monotonic() - last.ended < JUST_PUT
+            # the checkpoint put last, if that put ended at most JUST_PUT ago
+            recent = (
+                last.checkpoint_id
+                if last is not None and time.monotonic() - last.ended < JUST_PUT
+                else None
+            )
             waiting, wait = None, JUST_PUT
             # one call at most waits for a child's put: LangGraph's pool, which runs
             # that put too, keeps threads for it
@@ -532,9 +537,9 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 waiting = late
             elif any(other < checkpoint_id for other in under_way):
                 waiting, wait = self._early, CARRY_WAIT
-            elif recent and last is not None and last.checkpoint_id < checkpoint_id:
+            elif recent is not None and recent < checkpoint_id:
                 waiting = self._early
-            elif recent and last is not None and last.checkpoint_id == checkpoint_id:
+            elif recent == checkpoint_id:
                 waiting = late
             early = None
             if waiting is not None:
