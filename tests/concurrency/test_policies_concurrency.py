@@ -6,12 +6,20 @@ filed after the revocation returned is decided by it. On PostgreSQL a filed
 call locks the deciding policy's row FOR SHARE and the revocation locks it FOR
 UPDATE before it takes ``revoked_at`` from the clock; on SQLite IMMEDIATE
 transactions serialize the two.
+
+SQLite's busy handler is not fair: a writer that has waited long polls for the
+lock least often (its sleeps grow to 100 ms), so six filers in a loop can hold
+the revocation off past its busy timeout, and ``db.retried`` runs it again,
+five times in all. There, once the revocation has begun, each filer starts at
+most ``DURING`` more calls before it waits for the revocation to return: calls
+are still in flight while it waits for the lock, and none starves it.
 """
 
 import threading
 import time
 
 import pytest
+from django.db import connection
 
 from agentstate.models import ApprovalPolicy, ApprovalRequest
 from agentstate.services import approvals, runs
@@ -21,6 +29,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 FILERS = 6
 AFTER = 15  # requests each filer files once it has seen the revocation return
 BEFORE = 0.5  # seconds of filing before the revocation
+DURING = 2  # on SQLite, calls a filer starts once the revocation has begun
 
 
 def test_a_revoked_policy_decides_nothing_filed_after_its_revocation(
@@ -30,12 +39,14 @@ def test_a_revoked_policy_decides_nothing_filed_after_its_revocation(
     agent = make_user("agent")
     policy = approvals.create_policy("mail", "approve", by=reviewer)
     filer_runs = [runs.create_run(f"race-{i}", user=agent).run_id for i in range(FILERS)]
-    revoked = threading.Event()
+    revoking, revoked = threading.Event(), threading.Event()
     filed: list[list[tuple[int, bool]]] = [[] for _ in range(FILERS)]
+    paced = connection.vendor == "sqlite"
 
     def work(i: int) -> None:
         if i == FILERS:  # the revoker
             time.sleep(BEFORE)
+            revoking.set()
             try:
                 approvals.revoke_policy(policy.pk, by=reviewer)
             finally:
@@ -43,9 +54,14 @@ def test_a_revoked_policy_decides_nothing_filed_after_its_revocation(
                 # result the test reports, where they would file forever
                 revoked.set()
             return
-        n = after = 0
+        n = after = during = 0
         while after < AFTER:
             seen = revoked.is_set()  # before the call starts
+            if paced and not seen and revoking.is_set():
+                during += 1
+                if during > DURING:
+                    revoked.wait(60)
+                    continue
             request = approvals.request_approval(filer_runs[i], "mail", f"c{n}", {"n": n})
             filed[i].append((request.pk, seen))
             n += 1
