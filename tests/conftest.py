@@ -23,6 +23,7 @@ and so on, so that no worker's Celery takes another's tasks. The tests of
 another.
 """
 
+import gc
 import os
 import threading
 from collections.abc import Callable
@@ -137,6 +138,18 @@ def pytest_collection_modifyitems(config, items):
     if deselected:
         config.hook.pytest_deselected(items=deselected)
         items[:] = kept
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's, and before it drops the test database, the connections it
+    does not know closed: the waiters' thread's, and those of the savers the tests
+    left to the garbage collector (each closes its own when collected)."""
+    yield
+    from agentstate.services import wakeups
+
+    gc.collect()
+    wakeups.close_connections()
 
 
 @pytest.fixture

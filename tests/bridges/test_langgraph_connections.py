@@ -1,6 +1,9 @@
 """The LangGraph saver's database connections: what an invoke borrows, what it leaves open."""
 
+import asyncio
+import gc
 import operator
+import os
 import threading
 import time
 from typing import Annotated, TypedDict
@@ -223,3 +226,54 @@ def test_a_call_inside_a_lent_call_uses_its_connection():
 def test_connections_is_a_positive_integer(connections_):
     with pytest.raises(ValueError, match="connections must be a positive integer"):
         AgentStateSaver(connections=connections_)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_saver_no_longer_used_closes_its_idle_connections():
+    """Django's ``close_all`` does not know a saver's connections: they close when
+    the saver goes, not whenever the garbage collector finds them."""
+    saver = AgentStateSaver()
+    opened = five_invokes(saver)
+    assert opened.count and all(wrapper.connection is not None for wrapper in opened.wrappers)
+    del saver
+    gc.collect()  # LangGraph's compiled graph held it in reference cycles
+    assert [wrapper.connection for wrapper in opened.wrappers] == [None] * opened.count
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_saver_collected_on_an_event_loops_thread_closes_its_connections_too():
+    """Django refuses to close a connection on a running event loop's thread: the
+    collected saver's connections are closed by another thread."""
+    held = [AgentStateSaver()]
+    opened = five_invokes(held[0])
+
+    async def drop():
+        held.clear()
+        gc.collect()
+
+    asyncio.run(drop())
+    deadline = time.monotonic() + 10
+    while any(w.connection is not None for w in opened.wrappers) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [wrapper.connection for wrapper in opened.wrappers] == [None] * opened.count
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_forked_process_closing_its_saver_leaves_the_parents_connections_open():
+    """A child's copy of an idle connection is the parent's socket: closing it
+    there would end the parent's session (on a server's database; SQLite's file
+    stays open to the parent either way)."""
+    saver = AgentStateSaver()
+    opened = five_invokes(saver)
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's exit code is the test's
+        try:
+            saver.borrowed.close()
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    for wrapper in opened.wrappers:
+        with wrapper.cursor() as cursor:  # each still usable in the parent
+            cursor.execute("SELECT 1")
+            assert cursor.fetchone() == (1,)
+    saver.borrowed.close()

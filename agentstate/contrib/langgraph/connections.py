@@ -17,13 +17,16 @@ after another), and each connection more is a server process to start and
 warm (its functions compiled, their plans made) for no work done sooner.
 
 A connection that failed in a call is closed unless still usable; a forked
-process starts with none (the parent's stay the parent's).
+process starts with none (the parent's stay the parent's). A saver no longer
+used closes its idle connections.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -123,9 +126,26 @@ class Borrowed:
         with self._lock:
             return len(self._idle)
 
+    def close_with(self, owner: object) -> None:
+        """Close the idle connections once ``owner`` is garbage collected."""
+        weakref.finalize(owner, _close_anywhere, self)
+
     def close(self) -> None:
-        """Close the idle connections."""
+        """Close the idle connections (in a forked process, only its own: the
+        parent's are still the parent's)."""
+        self._forked()
         with self._lock:
             idle, self._idle = self._idle, []
         for wrapper in idle:
             wrapper.close()
+
+
+def _close_anywhere(borrowed: Borrowed) -> None:
+    """``borrowed.close()`` from wherever the garbage collector runs: on an event
+    loop's thread Django refuses to close a connection, so another thread does."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        borrowed.close()
+    else:
+        threading.Thread(target=borrowed.close, name="agentstate-close", daemon=True).start()

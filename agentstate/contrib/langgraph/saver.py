@@ -258,6 +258,9 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         self.using = using or DEFAULT_DB_ALIAS
         self.on_fork = on_fork
         self.borrowed = Borrowed(self.using, connections)
+        # a saver no longer used closes its idle connections (Django's ``close_all``
+        # does not know them), rather than leave each to be found on its own
+        self.borrowed.close_with(self)
         # the values this saver last put on each thread's namespace, what the next
         # put on that checkpoint stores its own on (``agentstate.backends.chains``)
         self._last: OrderedDict[tuple[str, str], _Last] = OrderedDict()
