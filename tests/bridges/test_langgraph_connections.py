@@ -18,6 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from agentstate.contrib.langgraph import AgentStateSaver
 from agentstate.contrib.langgraph.connections import LENDS
 from agentstate.models import Checkpoint
+from tests.faults.processes import wait_until
 
 
 class State(TypedDict):
@@ -253,10 +254,11 @@ def test_a_saver_collected_on_an_event_loops_thread_closes_its_connections_too()
         gc.collect()
 
     asyncio.run(drop())
-    deadline = time.monotonic() + 10
-    while any(w.connection is not None for w in opened.wrappers) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert [wrapper.connection for wrapper in opened.wrappers] == [None] * opened.count
+    wait_until(
+        lambda: all(wrapper.connection is None for wrapper in opened.wrappers),
+        "the collected saver's connections closed",
+        seconds=10,
+    )
 
 
 @pytest.mark.django_db(transaction=True)
