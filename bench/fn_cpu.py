@@ -132,9 +132,20 @@ def saver_puts(thread: str, count: int) -> list[list]:
     sent: list[list] = []
 
     def put_checkpoint(
-        self, thread_id, ns, checkpoint_id, parent, body, meta, values, base, refuse, writes=None
+        self,
+        thread_id,
+        ns,
+        checkpoint_id,
+        parent,
+        body,
+        meta,
+        values,
+        base,
+        refuse,
+        writes=None,
+        parent_writes=None,
     ):
-        if ns or refuse or writes is not None:
+        if ns or refuse or writes is not None or parent_writes is not None:
             raise AssertionError("the statement of CALLS names these as constants")
         sent.append(
             [

@@ -10,7 +10,7 @@ keeps the endpoints (paths, bodies, callers' tokens) in ``STATE``; each ``run``
 then takes the next unused requests of the endpoint (a filing's call, a
 decision's request, a claim's pause are used once), sends a few untimed ones,
 then ``--n`` through Django's WSGI handler with the site's middleware (as
-gunicorn calls it). Per request it prints, as asked: the Python function calls
+gunicorn calls it). Per request it prints this process's CPU (``client_us``) and, as asked: the Python function calls
 (``--calls``: cProfile), and the CPU the database's backend of this process
 spent (``--server``: ``/proc/<pid>/schedstat``, the statement's work and its
 commit). Under callgrind, the instructions of two runs of different ``--n``,
@@ -28,6 +28,7 @@ import cProfile
 import hashlib
 import json
 import pstats
+import time
 
 from bench import env
 
@@ -106,6 +107,7 @@ def run(name: str, n: int, calls: bool, server: bool, top: int = 0, sort: str = 
         (pid,) = cursor.fetchone()
     profiler = cProfile.Profile() if calls else None
     before = env.cpu_seconds(pid)
+    started = time.process_time()
     if profiler:
         profiler.enable()
     bad = 0
@@ -114,7 +116,8 @@ def run(name: str, n: int, calls: bool, server: bool, top: int = 0, sort: str = 
     if profiler:
         profiler.disable()
     after = env.cpu_seconds(pid)
-    figures = {"endpoint": name, "n": n, "failed": bad}
+    client = time.process_time() - started
+    figures = {"endpoint": name, "n": n, "failed": bad, "client_us": client / n * 1e6}
     if profiler:
         stats = pstats.Stats(profiler)
         figures["calls"] = stats.total_calls / n
