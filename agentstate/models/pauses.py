@@ -89,7 +89,9 @@ class PausedRun(models.Model):
                 condition=Q(status=PauseStatus.EXPIRED),
                 name="agentstate_pause_expired",
             ),
-            models.Index(fields=["owner", "status"], name="agentstate_pause_owner"),
+            # An owner's pauses by status; with the expiry, the count of its pending or
+            # expired ones reads the index alone.
+            models.Index(fields=["owner", "status", "expires_at"], name="agentstate_pause_owner"),
             where_set("created_by", "agentstate_pause_created_by"),
             # A listing's order: its page read from the newest, not sorted from all rows.
             models.Index(fields=["created_at", "id"], name="agentstate_pause_created"),

@@ -1,10 +1,15 @@
-"""Every index the models declare earns its writes: none repeats what another serves."""
+"""Every index the models declare earns its writes: none repeats what another serves;
+what a listing counts, it counts from one index alone."""
+
+from datetime import timedelta
 
 import pytest
 from django.apps import apps
-from django.db import models
+from django.db import connection, models
+from django.utils import timezone
 
-from agentstate.models import Element
+from agentstate.conf import agentstate_settings
+from agentstate.models import Element, PausedRun
 
 
 def _indexes(model: type[models.Model]) -> list[tuple[str, tuple[str, ...], str]]:
@@ -41,3 +46,48 @@ def test_an_element_is_found_through_one_index():
         ("id",),
         ("variable_id", "position"),
     ]
+
+
+def _plan(statement: str, params: dict) -> str:
+    """PostgreSQL's plan of ``statement``, as on tables of many rows: no scan of a
+    whole table pays there (``enable_seqscan``, ``enable_bitmapscan`` off)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute(f"EXPLAIN {statement}", {**params, "limit": 20, "offset": 0})
+        return "\n".join(row[0] for row in cursor.fetchall())
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", [None, "pending", "expired"])
+def test_an_owner_s_pauses_are_counted_from_the_index_alone(status):
+    """The count of a caller's own pauses, of a status too (pending and expired
+    depend on each one's expiry), reads the owner's index and no pause's row: an
+    index-only scan, where the table's pages are all visible since its last vacuum."""
+    from agentstate.backends.postgresql import pauses
+
+    # A table the planner knows: twenty owners' pending pauses, most not due for hours.
+    later = timezone.now() + timedelta(hours=1)
+    PausedRun.objects.bulk_create(
+        PausedRun(
+            chat_id=f"chat-{n}", tool_call_id="call", owner=f"owner-{n % 20}", expires_at=later
+        )
+        for n in range(2000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {PausedRun._meta.db_table}")
+    plan = _plan(pauses._page_statement((), status, True), {"username": "owner-1", "creator": 1})
+    assert "Index Only Scan using agentstate_pause_owner" in plan, plan
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db
+def test_a_caller_s_pending_requests_are_counted_from_the_index_alone():
+    """The count of the pending requests a caller filed needs each one's deadline:
+    the index of its requests holds it, so that the count reads no request's row."""
+    from agentstate.backends.postgresql import runs
+
+    statement = runs._page_statement(runs._PageShape((), "pending", True, False))
+    plan = _plan(statement, {"ttl": agentstate_settings.APPROVAL_TTL, "creator": 1})
+    assert "Index Only Scan using agentstate_request_creator" in plan, plan

@@ -175,22 +175,3 @@ def test_a_page_of_requests_is_the_token_lookup_and_one_statement(filed, perms, 
     token, page = (q["sql"] for q in queries)
     assert is_token_lookup(token) and page.startswith("SELECT p.*"), page
     assert response.json()["count"] >= 1
-
-
-@pytest.mark.postgres_only
-def test_a_caller_s_pending_requests_are_counted_from_the_index_alone(filed):
-    """The count of a caller's pending requests needs each one's deadline: the index
-    of its requests holds it, so that the count reads no request's row (an index-only
-    scan, where the table's pages are all visible since its last vacuum)."""
-    from agentstate.backends.postgresql.runs import _page_statement, _PageShape
-
-    alice, _ = filed
-    statement = _page_statement(_PageShape((), Status.PENDING, True, False))
-    params = {"ttl": agentstate_settings.APPROVAL_TTL, "creator": alice.pk}
-    with connection.cursor() as cursor:
-        # as on a table of many requests, where no scan of the whole table pays
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("SET LOCAL enable_bitmapscan = off")
-        cursor.execute(f"EXPLAIN {statement}", {**params, "limit": 20, "offset": 0})
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "Index Only Scan using agentstate_request_creator" in plan, plan

@@ -1,6 +1,7 @@
-# The deadline in the index of a caller's approval requests, so that the count of its
-# pending ones reads the index alone, not each request's row for its deadline
-# (docs/performance.md, 2026-12-06).
+# What a listing's count of pending (or expired) rows needs, in the index it counts
+# through: an approval request's deadline in the index of a caller's requests, a
+# pause's expiry in the index of an owner's pauses. The count then reads the index
+# alone, not each row for its deadline (docs/performance.md, 2026-12-06).
 
 from django.conf import settings
 from django.db import migrations, models
@@ -14,6 +15,14 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.RemoveIndex(
+            model_name='pausedrun',
+            name='agentstate_pause_owner',
+        ),
+        migrations.AddIndex(
+            model_name='pausedrun',
+            index=models.Index(fields=['owner', 'status', 'expires_at'], name='agentstate_pause_owner'),
+        ),
         migrations.RemoveIndex(
             model_name='approvalrequest',
             name='agentstate_request_creator',
