@@ -93,7 +93,7 @@ def test_writes_a_delta_channels_next_put_waits_for_stop_waiting_for_it():
 
     def counted(*args):
         outcome = carried(*args)
-        if outcome is saver_module._NO_CHILD:
+        if outcome is saver_module._Carried.NO_CHILD:
             in_vain.append(args[1])
         return outcome
 

@@ -22,6 +22,7 @@ as ``HistoryForked`` with ``on_fork="raise"``.
 from __future__ import annotations
 
 import builtins
+import enum
 import functools
 import json
 import logging
@@ -134,11 +135,12 @@ class _Early:
     ended: threading.Event = field(default_factory=threading.Event)
 
 
-class _NoChild:
-    """What ``_carried`` answers for writes that waited for a child's put in vain."""
+class _Carried(enum.Enum):
+    """What became of a task's writes that may ride with a put (``_carried``)."""
 
-
-_NO_CHILD = _NoChild()
+    STORED = enum.auto()  # a put stored them
+    ALONE = enum.auto()  # no put did: they are stored by a call of their own
+    NO_CHILD = enum.auto()  # the same, after waiting for their checkpoint's child in vain
 
 
 @dataclass(frozen=True)
@@ -495,12 +497,11 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
             for e in (*early, *late):
                 e.ended.set()
 
-    def _carried(
-        self, key: tuple[str, str], checkpoint_id: str, call: WriteCall
-    ) -> bool | _NoChild:
-        """Whether a task's writes (one ``call``'s) to ``checkpoint_id`` were stored
-        by a put made in this process: their checkpoint's, or its child's
-        (``_NO_CHILD``: not, after waiting for a child's put that did not come).
+    def _carried(self, key: tuple[str, str], checkpoint_id: str, call: WriteCall) -> _Carried:
+        """What became of a task's writes (one ``call``'s) to ``checkpoint_id``:
+        stored by a put made in this process, their checkpoint's or its child's
+        (``STORED``), or to be stored by a call of their own (``ALONE``;
+        ``NO_CHILD`` after waiting for a child's put that did not come).
 
         LangGraph runs a graph's puts and its tasks' writes on threads of their own,
         each put after the one before, and sends a step's writes as soon as its
@@ -551,7 +552,7 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         if put is not None:
             put.wait()  # a call of their own would wait for it in the database
         if early is None or waiting is None:
-            return False
+            return _Carried.ALONE
         early.ended.wait(wait)
         with self._lock:
             if not early.taken:  # no put came for them: they go alone
@@ -559,9 +560,9 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
                 kept.remove(early)
                 if not kept:
                     del waiting[(*key, checkpoint_id)]
-                return _NO_CHILD if waiting is self._late else False
+                return _Carried.NO_CHILD if waiting is self._late else _Carried.ALONE
         early.ended.wait()
-        return early.stored
+        return _Carried.STORED if early.stored else _Carried.ALONE
 
     def _records(
         self,
@@ -629,15 +630,15 @@ class AgentStateSaver(BaseCheckpointSaver[str]):
         outcome = (
             self._carried(namespace, checkpoint_id, (task_id, task_path, stored))
             if carried
-            else None
+            else _Carried.ALONE
         )
-        if outcome is True:
+        if outcome is _Carried.STORED:
             return
         with self.borrowed.connection():
             self.backend.put_checkpoint_writes(
                 thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, stored
             )
-        if outcome is _NO_CHILD:
+        if outcome is _Carried.NO_CHILD:
             # stored now: a child's put that begins right after was waiting for them
             with self._lock:
                 now = time.monotonic()
