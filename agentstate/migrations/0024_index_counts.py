@@ -1,7 +1,8 @@
 # What a listing's count of pending (or expired) rows needs, in the index it counts
 # through: an approval request's deadline in the index of a caller's requests, a
-# pause's expiry in the index of an owner's pauses. The count then reads the index
-# alone, not each row for its deadline (docs/performance.md, 2026-12-06).
+# pause's status and expiry in the indexes of an owner's and a creator's pauses. The
+# count then reads the index alone, not each row for its deadline
+# (docs/performance.md, 2026-12-06).
 
 from django.conf import settings
 from django.db import migrations, models
@@ -22,6 +23,14 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='pausedrun',
             index=models.Index(fields=['owner', 'status', 'expires_at'], name='agentstate_pause_owner'),
+        ),
+        migrations.RemoveIndex(
+            model_name='pausedrun',
+            name='agentstate_pause_created_by',
+        ),
+        migrations.AddIndex(
+            model_name='pausedrun',
+            index=models.Index(condition=models.Q(('created_by__isnull', False)), fields=['created_by', 'owner', 'status', 'expires_at'], name='agentstate_pause_created_by'),
         ),
         migrations.RemoveIndex(
             model_name='approvalrequest',

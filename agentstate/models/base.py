@@ -10,10 +10,13 @@ KEY_LENGTH = 255
 RUN_ID_LENGTH = 128
 
 
-def where_set(field: str, name: str) -> models.Index:
+def where_set(field: str, name: str, *also: str) -> models.Index:
     """An index of a nullable user key over the rows that have one: what deleting a
-    user looks up, and no entry for the many rows written without a user."""
-    return models.Index(fields=[field], condition=Q(**{f"{field}__isnull": False}), name=name)
+    user looks up, and no entry for the many rows written without a user; ``also``:
+    columns after it, for what else reads through it."""
+    return models.Index(
+        fields=[field, *also], condition=Q(**{f"{field}__isnull": False}), name=name
+    )
 
 
 def set_exactly_in(field: str, statuses: Sequence[str], name: str) -> models.CheckConstraint:

@@ -89,10 +89,10 @@ class PausedRun(models.Model):
                 condition=Q(status=PauseStatus.EXPIRED),
                 name="agentstate_pause_expired",
             ),
-            # An owner's pauses by status; with the expiry, the count of its pending or
-            # expired ones reads the index alone.
+            # An owner's pauses, and a creator's, by status: with the expiry, the count
+            # of the pending or expired ones a caller owns or created reads these alone.
             models.Index(fields=["owner", "status", "expires_at"], name="agentstate_pause_owner"),
-            where_set("created_by", "agentstate_pause_created_by"),
+            where_set("created_by", "agentstate_pause_created_by", "owner", "status", "expires_at"),
             # A listing's order: its page read from the newest, not sorted from all rows.
             models.Index(fields=["created_at", "id"], name="agentstate_pause_created"),
         ]

@@ -61,24 +61,34 @@ def _plan(statement: str, params: dict) -> str:
 @pytest.mark.postgres_only
 @pytest.mark.django_db
 @pytest.mark.parametrize("status", [None, "pending", "expired"])
-def test_an_owner_s_pauses_are_counted_from_the_index_alone(status):
-    """The count of a caller's own pauses, of a status too (pending and expired
-    depend on each one's expiry), reads the owner's index and no pause's row: an
-    index-only scan, where the table's pages are all visible since its last vacuum."""
+def test_a_caller_s_pauses_are_counted_from_the_indexes_alone(make_user, status):
+    """The count of the pauses a caller owns or created, of a status too (pending
+    and expired depend on each one's expiry), reads the owner's and the creator's
+    indexes and no pause's row: index-only scans, where the table's pages are all
+    visible since its last vacuum."""
     from agentstate.backends.postgresql import pauses
 
-    # A table the planner knows: twenty owners' pending pauses, most not due for hours.
+    # A table the planner knows: twenty owners' pending pauses, most not due for
+    # hours, a tenth made by an agent's account.
+    agent = make_user("agent")
     later = timezone.now() + timedelta(hours=1)
     PausedRun.objects.bulk_create(
         PausedRun(
-            chat_id=f"chat-{n}", tool_call_id="call", owner=f"owner-{n % 20}", expires_at=later
+            chat_id=f"chat-{n}",
+            tool_call_id="call",
+            owner=f"owner-{n % 20}",
+            created_by=agent if n % 10 == 0 else None,
+            expires_at=later,
         )
         for n in range(2000)
     )
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {PausedRun._meta.db_table}")
-    plan = _plan(pauses._page_statement((), status, True), {"username": "owner-1", "creator": 1})
+    plan = _plan(
+        pauses._page_statement((), status, True), {"username": "owner-1", "creator": agent.pk}
+    )
     assert "Index Only Scan using agentstate_pause_owner" in plan, plan
+    assert "Index Only Scan using agentstate_pause_created_by" in plan, plan
 
 
 @pytest.mark.postgres_only
