@@ -61,10 +61,11 @@ class Event(models.Model):
             models.Index(fields=["kind"], name="agentstate_event_kind"),
             where_set("user", "agentstate_event_user"),
             # A caller's listing in its order: the events of what it owns, and of what
-            # it created (also what deleting a user looks up).
+            # it created (also what deleting a user looks up), with their owner to
+            # leave out what it owns: each part counted and cut from its index alone.
             models.Index(fields=["owner", "created_at", "id"], name="agentstate_event_owner"),
             models.Index(
-                fields=["created_by", "created_at", "id"],
+                fields=["created_by", "created_at", "id", "owner"],
                 condition=Q(created_by__isnull=False),
                 name="agentstate_event_created_by",
             ),

@@ -9,7 +9,7 @@ from django.db import connection, models
 from django.utils import timezone
 
 from agentstate.conf import agentstate_settings
-from agentstate.models import Element, PausedRun
+from agentstate.models import Element, Event, PausedRun
 
 
 def _indexes(model: type[models.Model]) -> list[tuple[str, tuple[str, ...], str]]:
@@ -101,3 +101,33 @@ def test_a_caller_s_pending_requests_are_counted_from_the_index_alone():
     statement = runs._page_statement(runs._PageShape((), "pending", True, False))
     plan = _plan(statement, {"ttl": agentstate_settings.APPROVAL_TTL, "creator": 1})
     assert "Index Only Scan using agentstate_request_creator" in plan, plan
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db
+def test_the_events_a_caller_created_for_others_are_counted_from_the_index_alone(make_user):
+    """A caller's events are what it owns and what it created for others: the second
+    part needs each event's owner, which the creator's index holds, so that both
+    parts are counted and cut from an index alone."""
+    from agentstate.backends.postgresql import trail
+
+    # A table the planner knows: an agent's account records events for fifty owners.
+    agent, other = make_user("agent"), make_user("other")
+    Event.objects.bulk_create(
+        Event(
+            kind="pause.put",
+            actor="agent",
+            object_type="pausedrun",
+            object_id=f"chat-{n}#call",
+            owner=f"owner-{n % 50}",
+            details={},
+            created_by=agent if n % 5 == 0 else other,
+        )
+        for n in range(5000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Event._meta.db_table}")
+    statement = trail._page_statement(trail._Shape((), False, True, True, False))
+    plan = _plan(statement, {"username": "agent", "creator": agent.pk, "types": []})
+    assert plan.count("Index Only Scan Backward using agentstate_event_created_by") == 1, plan
+    assert plan.count("Index Only Scan using agentstate_event_created_by") == 1, plan
