@@ -68,8 +68,8 @@ def test_a_caller_s_pauses_are_counted_from_the_indexes_alone(make_user, status)
     visible since its last vacuum."""
     from agentstate.backends.postgresql import pauses
 
-    # A table the planner knows: twenty owners' pending pauses, most not due for
-    # hours, a tenth made by an agent's account.
+    # A table the planner knows: twenty owners' pending pauses, due in an hour, a
+    # tenth made by an agent's account.
     agent = make_user("agent")
     later = timezone.now() + timedelta(hours=1)
     PausedRun.objects.bulk_create(
