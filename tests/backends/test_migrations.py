@@ -1,10 +1,12 @@
 """The migrations: reversible down to 0.1.0's, and the PL/pgSQL functions they
 install (their frozen SQL files, in order) the same as the current SQL."""
 
+import io
 import re
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
@@ -138,3 +140,35 @@ def test_the_migrations_go_back_to_the_released_ones_and_forward_again():
     assert _functions() == installed
     assert installed > 0 or connection.vendor != "postgresql"
     assert "agentstate_webhook" in connection.introspection.table_names()
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_the_indexes_of_large_tables_change_without_stopping_their_writes():
+    """``0024``'s indexes are built and dropped concurrently, outside a transaction,
+    each new one beside the one it replaces until it takes its name."""
+    out = io.StringIO()
+    call_command("sqlmigrate", "agentstate", "0024", stdout=out)
+    statements = [line for line in out.getvalue().splitlines() if not line.startswith("--")]
+    kinds = [re.match(r"(CREATE|DROP|ALTER) INDEX( CONCURRENTLY)?", s)[0] for s in statements]
+    assert kinds == ["CREATE INDEX CONCURRENTLY", "DROP INDEX CONCURRENTLY", "ALTER INDEX"] * 4
+    assert "BEGIN;" not in statements
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db
+def test_an_index_is_not_built_concurrently_in_a_transaction():
+    from django.apps import apps
+    from django.db import NotSupportedError, models
+    from django.db.migrations.state import ProjectState
+
+    from agentstate.backends.postgresql.schema import AddIndexConcurrently
+
+    state = ProjectState.from_apps(apps)
+    index = models.Index(fields=["owner"], name="agentstate_pause_scratch")
+    operation = AddIndexConcurrently(model_name="pausedrun", index=index)
+    after = state.clone()
+    operation.state_forwards("agentstate", after)
+    with pytest.raises(NotSupportedError, match="atomic = False"):
+        with connection.schema_editor() as editor:
+            operation.database_forwards("agentstate", editor, state, after)

@@ -1,4 +1,6 @@
-"""How the migrations install the PL/pgSQL functions: ``RunSQLFile``.
+"""How the migrations install the PL/pgSQL functions (``RunSQLFile``), and
+change the indexes of large tables without stopping their writes
+(``AddIndexConcurrently``, ``RemoveIndexConcurrently``).
 
 Two places hold the functions' SQL, each for its own reader:
 
@@ -15,7 +17,7 @@ Two places hold the functions' SQL, each for its own reader:
 from pathlib import Path
 from typing import Any
 
-from django.db import migrations
+from django.db import NotSupportedError, migrations
 
 CURRENT = Path(__file__).with_name("sql")
 FROZEN = Path(__file__).parents[2] / "migrations" / "sql"
@@ -45,3 +47,66 @@ class RunSQLFile(migrations.RunSQL):
     def database_backwards(self, app_label: str, schema_editor: Any, *states: Any) -> None:
         if schema_editor.connection.vendor == "postgresql":
             super().database_backwards(app_label, schema_editor, *states)
+
+
+def _concurrently(schema_editor: Any) -> bool:
+    """Whether an index is to be built or dropped concurrently: on PostgreSQL, which
+    does so only outside a transaction (the migration's ``atomic = False``)."""
+    if schema_editor.connection.vendor != "postgresql":
+        return False
+    if schema_editor.connection.in_atomic_block:
+        raise NotSupportedError(
+            "An index is built or dropped concurrently outside a transaction: "
+            "set atomic = False on the migration."
+        )
+    return True
+
+
+class AddIndexConcurrently(migrations.AddIndex):
+    """Django's ``AddIndex``; on PostgreSQL ``CREATE INDEX CONCURRENTLY``: the
+    table's writes go on while the index is built (a plain ``CREATE INDEX`` makes
+    every insert, update and delete wait for it). Elsewhere as ``AddIndex``: MySQL
+    and MariaDB build an index online anyway."""
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if not _concurrently(schema_editor):
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+        elif self.allow_migrate_model(schema_editor.connection.alias, model):
+            schema_editor.add_index(model, self.index, concurrently=True)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        model = from_state.apps.get_model(app_label, self.model_name)
+        if not _concurrently(schema_editor):
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+        elif self.allow_migrate_model(schema_editor.connection.alias, model):
+            schema_editor.remove_index(model, self.index, concurrently=True)
+
+
+class RemoveIndexConcurrently(migrations.RemoveIndex):
+    """Django's ``RemoveIndex``; on PostgreSQL ``DROP INDEX CONCURRENTLY``, which
+    waits for the table's transactions rather than making them wait."""
+
+    def database_forwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        model = from_state.apps.get_model(app_label, self.model_name)
+        if not _concurrently(schema_editor):
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+        elif self.allow_migrate_model(schema_editor.connection.alias, model):
+            index = from_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
+            schema_editor.remove_index(model, index, concurrently=True)
+
+    def database_backwards(
+        self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
+    ) -> None:
+        model = to_state.apps.get_model(app_label, self.model_name)
+        if not _concurrently(schema_editor):
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+        elif self.allow_migrate_model(schema_editor.connection.alias, model):
+            index = to_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
+            schema_editor.add_index(model, index, concurrently=True)
