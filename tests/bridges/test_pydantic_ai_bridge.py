@@ -7,6 +7,8 @@ decides through the service layer in another thread; a bridge built afresh
 """
 
 import asyncio
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,8 @@ class Mailer:
 
     def __init__(self, *steps: list, deps=None) -> None:
         self.sent: list[str] = []
+        # called by a send before it is recorded (a test holding a run meanwhile)
+        self.sending: Callable[[], object] = lambda: None
         self.steps = list(steps)
         self.received: list[list[ModelMessage]] = []
 
@@ -82,6 +86,7 @@ class Mailer:
         @self.agent.tool_plain(requires_approval=True)
         def send_email(to: str) -> str:
             """Send an email."""
+            self.sending()
             self.sent.append(to)
             return f"sent to {to}"
 
@@ -240,7 +245,19 @@ def test_concurrent_resumes_take_the_run_once(reviewer, concurrently, then, wins
     outcome = first.bridge().start("mail bob", run_id="run-race")
     review_in_thread(outcome.pending[0].id, "approve", reviewer)
     racers = [Mailer(list(then)) for _ in range(2)]
-    results = concurrently(2, lambda i: racers[i].bridge().resume("run-race").status)
+    answered = [threading.Event() for _ in racers]
+    for i, racer in enumerate(racers):
+        # The one that takes the run holds it until the other has answered: the two
+        # resumes overlap, however the threads are scheduled.
+        racer.sending = lambda i=i: answered[1 - i].wait(30)
+
+    def resume(i: int) -> str:
+        try:
+            return racers[i].bridge().resume("run-race").status
+        finally:
+            answered[i].set()
+
+    results = concurrently(2, resume)
     assert sorted(results) == sorted([BUSY, wins])
     assert sum(len(r.sent) for r in racers) == 1
     assert Run.objects.get(run_id="run-race").usage == usage_of(2)
