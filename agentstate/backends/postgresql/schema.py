@@ -62,6 +62,17 @@ def _concurrently(schema_editor: Any) -> bool:
     return True
 
 
+def _change(
+    operation: Any, app_label: str, schema_editor: Any, state: Any, index: Any, add: bool
+) -> None:
+    """``index`` of ``operation``'s model (as in ``state``) built (``add``) or dropped
+    concurrently, where the operation migrates that model."""
+    model = state.apps.get_model(app_label, operation.model_name)
+    if operation.allow_migrate_model(schema_editor.connection.alias, model):
+        change = schema_editor.add_index if add else schema_editor.remove_index
+        change(model, index, concurrently=True)
+
+
 class AddIndexConcurrently(migrations.AddIndex):
     """Django's ``AddIndex``; on PostgreSQL ``CREATE INDEX CONCURRENTLY``: the
     table's writes go on while the index is built (a plain ``CREATE INDEX`` makes
@@ -73,40 +84,35 @@ class AddIndexConcurrently(migrations.AddIndex):
     ) -> None:
         if not _concurrently(schema_editor):
             return super().database_forwards(app_label, schema_editor, from_state, to_state)
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(schema_editor.connection.alias, model):
-            schema_editor.add_index(model, self.index, concurrently=True)
+        _change(self, app_label, schema_editor, to_state, self.index, add=True)
 
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         if not _concurrently(schema_editor):
             return super().database_backwards(app_label, schema_editor, from_state, to_state)
-        model = from_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(schema_editor.connection.alias, model):
-            schema_editor.remove_index(model, self.index, concurrently=True)
+        _change(self, app_label, schema_editor, from_state, self.index, add=False)
 
 
 class RemoveIndexConcurrently(migrations.RemoveIndex):
     """Django's ``RemoveIndex``; on PostgreSQL ``DROP INDEX CONCURRENTLY``, which
     waits for the table's transactions rather than making them wait."""
 
+    def _index(self, app_label: str, state: Any) -> Any:
+        return state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
+
     def database_forwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         if not _concurrently(schema_editor):
             return super().database_forwards(app_label, schema_editor, from_state, to_state)
-        model = from_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(schema_editor.connection.alias, model):
-            index = from_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
-            schema_editor.remove_index(model, index, concurrently=True)
+        index = self._index(app_label, from_state)
+        _change(self, app_label, schema_editor, from_state, index, add=False)
 
     def database_backwards(
         self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any
     ) -> None:
         if not _concurrently(schema_editor):
             return super().database_backwards(app_label, schema_editor, from_state, to_state)
-        model = to_state.apps.get_model(app_label, self.model_name)
-        if self.allow_migrate_model(schema_editor.connection.alias, model):
-            index = to_state.models[app_label, self.model_name_lower].get_index_by_name(self.name)
-            schema_editor.add_index(model, index, concurrently=True)
+        index = self._index(app_label, to_state)
+        _change(self, app_label, schema_editor, to_state, index, add=True)
