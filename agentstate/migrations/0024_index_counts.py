@@ -18,7 +18,8 @@ from agentstate.backends.postgresql.schema import AddIndexConcurrently, RemoveIn
 def replaced(model_name: str, index: models.Index) -> list[migrations.operations.base.Operation]:
     """``index`` in place of the one of its name on ``model_name``."""
     building = f"{index.name}_2"
-    built = models.Index(fields=index.fields, condition=index.condition, name=building)
+    built = index.clone()
+    built.name = building
     return [
         AddIndexConcurrently(model_name=model_name, index=built),
         RemoveIndexConcurrently(model_name=model_name, name=index.name),
