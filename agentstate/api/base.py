@@ -31,6 +31,7 @@ from agentstate.exceptions import BadInput
 
 from .access import IsAuthenticated
 from .errors import exception_handler, first_error
+from .negotiation import ContentNegotiation
 from .pagination import Fetch, Pagination
 from .parsers import BoundedJSONParser
 from .schema import AgentStateSchema
@@ -70,6 +71,7 @@ def buffer_unsized_body(request: HttpRequest) -> None:
 class AgentStateAPIView(APIView):
     parser_classes = [BoundedJSONParser]
     renderer_classes = [JSONRenderer]
+    content_negotiation_class = ContentNegotiation
     permission_classes = [IsAuthenticated]
     throttle_classes: list[type[BaseThrottle]] = []
     # A site's DEFAULT_VERSIONING_CLASS would refuse every request without its version.

@@ -23,6 +23,7 @@ from rest_framework.throttling import BaseThrottle
 import agentstate
 
 from .errors import exception_handler
+from .negotiation import ContentNegotiation
 
 # drf-spectacular's (path, path regex, method, view) of an endpoint
 Endpoint = tuple[str, str, str, Callable[..., Any]]
@@ -51,7 +52,9 @@ SCHEMA_SETTINGS = {
 class SchemaView(SpectacularAPIView):
     custom_settings = SCHEMA_SETTINGS
     serve_public = True
-    # Like the API's own views: no site-wide versioning, throttling or handler.
+    # Like the API's own views: no site-wide versioning, throttling, handler or
+    # format parameter.
+    content_negotiation_class = ContentNegotiation
     versioning_class = None
     throttle_classes: list[type[BaseThrottle]] = []
 

@@ -7,7 +7,7 @@ costs one round trip. An empty page needs no count: on page 1 the total is
 """
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from django.db.models import QuerySet
 from rest_framework.exceptions import NotFound
@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from agentstate.conf import agentstate_settings
 from agentstate.db import window_page
+from agentstate.exceptions import BadInput
 
 # A page's rows and the listing's total from ``(offset, limit)``.
 Fetch = Callable[[int, int], tuple[list[Any], int]]
@@ -32,10 +33,20 @@ class Pagination(PageNumberPagination):
     request: Request
 
     def get_page_size(self, request: Request) -> int:
-        self.page_size = agentstate_settings.PAGE_SIZE
-        self.max_page_size = agentstate_settings.MAX_PAGE_SIZE
-        # DRF's falls back on page_size, just set: never None.
-        return cast(int, super().get_page_size(request))
+        """``?page_size=``, a whole number from 1 (above ``MAX_PAGE_SIZE``: that many),
+        else ``PAGE_SIZE``. Anything else is bad input, where DRF's would take the
+        default page size without a word."""
+        text = request.query_params.get(self.page_size_query_param)
+        if text is None or text == "":
+            return agentstate_settings.PAGE_SIZE
+        digits, limit = text.lstrip("0"), agentstate_settings.MAX_PAGE_SIZE
+        if not (text.isascii() and text.isdigit() and digits):
+            raise BadInput(
+                f"{self.page_size_query_param}: must be a whole number from 1.",
+                field=self.page_size_query_param,
+            )
+        # a number longer than the limit is above it (and int() refuses thousands of digits)
+        return limit if len(digits) > len(str(limit)) else min(int(digits), limit)
 
     # Only a queryset, not any sequence: the total is counted by the page's own query.
     def paginate_queryset(  # type: ignore[override]

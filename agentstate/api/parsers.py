@@ -43,7 +43,9 @@ class BoundedJSONParser(BaseParser):
             raise BodyTooLarge(limit)
         try:
             data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-        except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        except RecursionError:
+            raise ParseError("The request body is nested too deeply to decode.") from None
+        except (UnicodeDecodeError, ValueError) as error:
             raise ParseError(f"JSON parse error: {error}") from error
         found = json_problem_at(data, agentstate_settings.MAX_JSON_DEPTH)
         if found:

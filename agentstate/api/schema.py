@@ -9,10 +9,12 @@ from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import build_parameter_type
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 
 from .fields import StrictSerializer
+from .negotiation import FORMAT_PARAMETER
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,7 +26,14 @@ class ErrorSerializer(serializers.Serializer):
 
 
 # The query parameters of every paginated listing.
-PAGES = [OpenApiParameter("page", int), OpenApiParameter("page_size", int)]
+PAGES = [
+    OpenApiParameter("page", {"type": "integer", "minimum": 1}),
+    OpenApiParameter(
+        "page_size",
+        {"type": "integer", "minimum": 1},
+        description="Items a page (above AGENTSTATE['MAX_PAGE_SIZE']: that many).",
+    ),
+]
 # What ``?wait=`` takes, as far as a schema can say (the maximum is MAX_WAIT's default).
 WAIT_SCHEMA = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 60}
 WAIT = OpenApiParameter(
@@ -57,6 +66,20 @@ class AgentStateSchema(AutoSchema):
         if isinstance(serializer, StrictSerializer):
             schema["additionalProperties"] = False
         return schema
+
+    def _get_format_parameters(self) -> list[dict[str, Any]]:
+        # The views' own format parameter (``ContentNegotiation``), not the site's.
+        formats = self.map_renderers("format")
+        if len(formats) < 2:
+            return []
+        return [
+            build_parameter_type(
+                name=FORMAT_PARAMETER,
+                schema={"type": "string"},
+                location=OpenApiParameter.QUERY,
+                enum=formats,
+            )
+        ]
 
     def _get_response_bodies(
         self, direction: Literal["request", "response"] = "response"

@@ -3,6 +3,9 @@
 Every path is described in docs/rest-api.md.
 """
 
+from typing import Any
+
+from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.urls import path
 
 from .context import views as views_context
@@ -83,4 +86,20 @@ urlpatterns = [
     path("docs/", DocsView.as_view(), name="docs"),
     path("redoc/", RedocView.as_view(), name="redoc"),
     path("docs/assets/<str:name>", AssetView.as_view(), name="docs-asset"),
+]
+
+
+def with_slash(request: HttpRequest, **kwargs: Any) -> HttpResponsePermanentRedirect:
+    """A path of the API without its trailing slash: 308 to the path with it, which a
+    client follows with the same method and body. Django's ``APPEND_SLASH`` would
+    answer 301, which clients follow with a GET, and fail a POST under ``DEBUG``."""
+    return HttpResponsePermanentRedirect(
+        request.get_full_path(force_append_slash=True), preserve_request=True
+    )
+
+
+urlpatterns += [
+    path(str(pattern.pattern).removesuffix("/"), with_slash)
+    for pattern in urlpatterns
+    if str(pattern.pattern).endswith("/")
 ]

@@ -153,6 +153,7 @@ def test_body_nested_deeper_than_the_limit_is_400(send, op):
 def test_hostile_nesting_far_past_the_limit_is_400_not_a_crash(send, op):
     status, payload = send(op, "[" * 200_000 + "]" * 200_000)
     assert status == 400 and payload["code"] == "parse_error"
+    assert payload["detail"] == "The request body is nested too deeply to decode."
 
 
 @pytest.mark.parametrize("operation", ["put", "push"])

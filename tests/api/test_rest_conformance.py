@@ -130,6 +130,7 @@ HOSTILE_DRF = {
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": "1/day", "anon": "1/day"},
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    "URL_FORMAT_OVERRIDE": "fmt",
 }
 
 
@@ -157,6 +158,8 @@ def test_a_sites_drf_versioning_throttling_and_handler_do_not_reach_the_api(alic
             schema = api.get("/api/schema/?format=json")
             assert schema.status_code == 200, schema.content[:300]
             assert json.loads(schema.content)["openapi"].startswith("3.")
+        stream = json.loads(schema.content)["paths"]["/api/events/stream/"]["get"]
+        assert "format" in {parameter["name"] for parameter in stream["parameters"]}
 
 
 @pytest.mark.parametrize(
@@ -245,3 +248,42 @@ def test_a_malformed_policy_is_a_400_naming_the_field_not_a_5xx(make_user, api_f
     assert response.status_code == 400, response.content
     assert response.json()["code"] == "invalid" and response.json()["field"] == field
     assert not ApprovalPolicy.objects.exists()
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_a_path_without_its_trailing_slash_answers_308_to_it_keeping_the_body(api, debug):
+    """Django's APPEND_SLASH answers such a POST with a 301 (the body lost on the
+    way) or, under DEBUG, a 500."""
+    from django.test import override_settings
+
+    with override_settings(DEBUG=debug):
+        moved = api.post(
+            "/api/context/push?x=1", {"scope": "s", "name": "l", "value": 7}, format="json"
+        )
+        assert moved.status_code == 308 and moved["Location"] == "/api/context/push/?x=1"
+        followed = api.post(
+            "/api/context/push", {"scope": "s", "name": "l", "value": 8}, format="json", follow=True
+        )
+        assert followed.status_code == 200, followed.content
+        assert api.get("/api/runs/nope").status_code == 308
+    assert api.get("/api/context/", {"scope": "s"}).json()["values"] == {"l": [8]}
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "abc", "1.5", "0000", "\u0662", "9" * 5000 + "x"])
+def test_a_page_size_that_is_no_whole_number_from_1_is_bad_input(api, bad):
+    answer = api.get("/api/scopes/", {"page_size": bad})
+    assert answer.status_code == 400 and answer.json() == {
+        "detail": "page_size: must be a whole number from 1.",
+        "code": "invalid",
+        "field": "page_size",
+    }
+
+
+def test_a_page_size_above_the_maximum_gives_the_maximum(api, settings):
+    for n in range(3):
+        put = api.put("/api/context/", {"scope": f"s{n}", "name": "x", "value": 1}, format="json")
+        assert put.status_code == 200
+    settings.AGENTSTATE = {**settings.AGENTSTATE, "PAGE_SIZE": 1, "MAX_PAGE_SIZE": 2}
+    for asked, shown in (("3", 2), ("0003", 2), ("9" * 5000, 2), ("", 1), ("01", 1)):
+        page = api.get("/api/scopes/", {"page_size": asked}).json()
+        assert page["count"] == 3 and len(page["results"]) == shown, asked
