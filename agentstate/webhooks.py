@@ -76,11 +76,16 @@ def check_url(url: str) -> None:
         raise RefusedTarget(
             "url: a URL is printable ASCII without spaces (percent-encode the rest).", field="url"
         )
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as error:  # a bracketed host that is no IPv6 address
+        raise RefusedTarget(f"url: a malformed URL ({error}).", field="url") from None
     if parts.scheme not in SCHEMES:
         raise RefusedTarget("url: only http and https URLs can be webhooks.", field="url")
     if not parts.hostname:
         raise RefusedTarget("url: the URL names no host.", field="url")
+    if "%" in parts.hostname:
+        raise RefusedTarget("url: an address with a zone (%...) cannot be a webhook's.", field="url")
     if not _HOST_NAME.fullmatch(parts.hostname) and not _is_address(parts.hostname):
         raise RefusedTarget("url: the host is no host name or IP address.", field="url")
     try:
@@ -94,6 +99,23 @@ def _is_address(host: str) -> bool:
         ipaddress.ip_address(host)
     except ValueError:
         return False
+    return True
+
+
+# NAT64's well-known prefix: its addresses reach the IPv4 address in their last 32 bits.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``ip`` is a global unicast address, and so is any IPv4 address it
+    reaches (IPv4-mapped, or through NAT64)."""
+    if not ip.is_global or ip.is_multicast:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return _public(ip.ipv4_mapped)
+        if ip in _NAT64:
+            return _public(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
     return True
 
 
@@ -111,8 +133,7 @@ def resolve(url: str, allow_private: bool) -> str:
     addresses = [cast(str, info[4][0]) for info in infos]
     if not allow_private:
         for address in addresses:
-            ip = ipaddress.ip_address(address.split("%", 1)[0])
-            if not ip.is_global or ip.is_multicast:
+            if not _public(ipaddress.ip_address(address.split("%", 1)[0])):
                 raise RefusedTarget(
                     f"url: {parts.hostname} resolves to {address}, a private, loopback,"
                     " link-local or reserved address.",

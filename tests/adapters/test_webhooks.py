@@ -80,6 +80,13 @@ def test_the_signature_verifies_with_the_standard_webhooks_library():
         "http://example.com/%zz",
         "http://-example.com/hook",
         "http://example.com:99999/hook",
+        "http://[::1/hook",  # a bracket not closed
+        "http://[zz]/hook",  # no IPv6 address in the brackets
+        "http://a]b/hook",
+        "http://[fe80::1%25eth0]/hook",  # link-local with its zone
+        "http://[::ffff:127.0.0.1]/hook",  # IPv4-mapped loopback
+        "http://[64:ff9b::7f00:1]/hook",  # loopback through NAT64
+        "http://[64:ff9b::a00:1]/hook",  # 10.0.0.1 through NAT64
     ],
 )
 def test_refused_targets(settings, url):
@@ -201,6 +208,7 @@ def test_the_secret_is_shown_once(api_for, manager, settings):
     [
         ({"url": "http://127.0.0.1/hook"}, "url"),
         ({"url": "gopher://example.com/"}, "url"),
+        ({"url": "http://[::1/x", "active": False}, "url"),  # urlsplit's ValueError: was a 500
         ({"url": "https://example.com/", "kinds": ["no.such"]}, "kinds.0"),
         ({"url": "https://example.com/", "active": "yes"}, "active"),
         ({"url": "https://example.com/", "secret": "mine"}, "secret"),
