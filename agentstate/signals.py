@@ -29,7 +29,7 @@ approval_requested = Signal()
 approval_decided = Signal()
 approval_expired = Signal()
 approvals_changed = Signal()
-budget_changed = Signal()
+budget_set = Signal()
 policy_created = Signal()
 policy_revoked = Signal()
 approval_voted = Signal()
@@ -39,6 +39,9 @@ approval_escalated = Signal()
 rule_changed = Signal()
 event_recorded = Signal()
 deliveries_written = Signal()
+
+# ``budget_set`` under its name from before its kind was "budget.set": the same signal.
+budget_changed = budget_set
 
 BY_KIND = {
     "pause.created": pause_created,
@@ -51,7 +54,7 @@ BY_KIND = {
     "approval.expired": approval_expired,
     "approvals.changed": approvals_changed,
     "approvals.rebuilt": approvals_changed,
-    "budget.changed": budget_changed,
+    "budget.set": budget_set,
     "policy.created": policy_created,
     "policy.revoked": policy_revoked,
     "approval.voted": approval_voted,

@@ -4,7 +4,7 @@ Each is an inline whose caps (and, for a user's, period) holders of
 ``agentstate.change_budget`` edit, with what is used and what remains shown
 read-only. Saving goes through ``agentstate.services.budgets`` with the
 counters the form changed, like a REST client's PUT, so it records a
-``budget.changed`` event and never writes the counters ``add_usage`` moves.
+``budget.set`` event and never writes the counters ``add_usage`` moves.
 
 The user's inline is added to whatever ModelAdmin the site registered for
 its user model on the default admin site (``add_user_budget_inline``, run

@@ -357,7 +357,7 @@ class Backend(abc.ABC):
     def set_run_budget(
         self, run_id: str, caps: dict[str, int | None], reach: Reach | None, by: Actor
     ) -> Changed[BudgetState]:
-        """Create or change the run's budget. Event ``budget.changed`` (details:
+        """Create or change the run's budget. Event ``budget.set`` (details:
         caps, period ``None``, run_id) unless nothing changed."""
 
     @abc.abstractmethod
@@ -370,7 +370,7 @@ class Backend(abc.ABC):
     ) -> Changed[BudgetState]:
         """Create or change the user's budget; ``period`` ``""``, ``"day"`` or
         ``"month"``, ``None`` unchanged. A new budget, or a new period, starts
-        counting from 0 now. Event ``budget.changed`` (details: caps, period,
+        counting from 0 now. Event ``budget.set`` (details: caps, period,
         username) unless nothing changed."""
 
     @abc.abstractmethod

@@ -15,7 +15,7 @@ they are. A user's budget also takes ``period`` (``None``, ``"day"`` or
 ``"month"``); a new budget, or a new period, counts from 0. Reading one gives
 a ``BudgetState``: its caps, what is used and what remains, and for a user's
 its period and when it resets. The functions check their arguments and leave
-the rest to the backend; the ``budget.changed`` signal goes out after commit.
+the rest to the backend; the ``budget.set`` signal goes out after commit.
 """
 
 import enum
@@ -118,7 +118,7 @@ def set_run_budget(
     reach: Reach | None = None,
 ) -> BudgetState:
     """Set the counters ``caps`` names on the run's budget (made if it has none);
-    ``None`` removes a cap. ``by``: who, as the ``budget.changed`` event records."""
+    ``None`` removes a cap. ``by``: who, as the ``budget.set`` event records."""
     checked = check_caps(caps)
     changed = backend().set_run_budget(run_id_of(run), checked, reach, acting(by))
     events.announce(changed.events, Budget, changed.value.budget)

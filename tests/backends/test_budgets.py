@@ -345,13 +345,13 @@ def test_a_bad_period_is_bad_input(alice, period):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_change_records_budget_changed_and_sends_its_signal(alice, boss):
+def test_every_change_records_budget_set_and_sends_its_signal(alice, boss):
     got = []
 
     def receiver(sender, event, instance, **kwargs):
         got.append((sender, event.kind, event.object_id, event.details, instance))
 
-    signals.budget_changed.connect(receiver, weak=False, dispatch_uid="test-budgets")
+    signals.budget_set.connect(receiver, weak=False, dispatch_uid="test-budgets")
     try:
         run = runs.create_run("r", user=alice)
         budgets.set_run_budget(run, {"requests": 3}, by=boss)
@@ -362,20 +362,20 @@ def test_every_change_records_budget_changed_and_sends_its_signal(alice, boss):
         with pytest.raises(BudgetExceeded):
             runs.add_usage(run, input_tokens=10)
     finally:
-        signals.budget_changed.disconnect(dispatch_uid="test-budgets")
+        signals.budget_set.disconnect(dispatch_uid="test-budgets")
     caps = {**UNCAPPED, "requests": 3}
     assert [(g[0], g[1], g[2], g[3]) for g in got] == [
-        (Budget, "budget.changed", "run:r", {"caps": caps, "period": None, "run_id": "r"}),
+        (Budget, "budget.set", "run:r", {"caps": caps, "period": None, "run_id": "r"}),
         (
             Budget,
-            "budget.changed",
+            "budget.set",
             "user:alice",
             {"caps": {**UNCAPPED, "total_tokens": 9}, "period": "day", "username": "alice"},
         ),
     ]
     assert isinstance(got[0][4], Budget) and got[0][4].run_id == run.pk
     assert got[1][4].user_id == alice.pk and got[1][4].period == "day"
-    recorded = Event.objects.filter(kind="budget.changed").order_by("pk")
+    recorded = Event.objects.filter(kind="budget.set").order_by("pk")
     assert [(e.object_type, e.actor, e.user_id, e.created_by_id) for e in recorded] == [
         ("budget", "boss", boss.pk, alice.pk),
         ("budget", "boss", boss.pk, alice.pk),
@@ -522,7 +522,7 @@ def test_the_run_page_edits_its_budget_through_the_service(staff, alice):
     saved = browser.post(url, data)
     assert saved.status_code == 302, saved.content.decode()[-2000:]
     assert budgets.run_budget(run).caps == {**UNCAPPED, "total_tokens": 100}
-    event = Event.objects.get(kind="budget.changed")
+    event = Event.objects.get(kind="budget.set")
     assert (event.object_id, event.actor, event.user_id) == ("run:r", "staff", staff.pk)
     assert usage_of(run)["input_tokens"] == 40, "the run's own row was not written"
     shown = browser.get(url).content.decode()
@@ -577,7 +577,7 @@ def test_the_user_page_edits_the_users_budget_through_the_service(staff, alice):
     assert saved.status_code == 302, saved.context["adminform"].form.errors if saved.context else 0
     state = budgets.user_budget(alice)
     assert (state.period, state.caps, state.used) == ("day", {**UNCAPPED, "requests": 5}, NOTHING)
-    assert Event.objects.get(kind="budget.changed").object_id == "user:alice"
+    assert Event.objects.get(kind="budget.set").object_id == "user:alice"
 
 
 def test_the_user_inline_can_be_turned_off(settings):

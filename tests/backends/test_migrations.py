@@ -172,3 +172,38 @@ def test_an_index_is_not_built_concurrently_in_a_transaction():
     with pytest.raises(NotSupportedError, match="atomic = False"):
         with connection.schema_editor() as editor:
             operation.database_forwards("agentstate", editor, state, after)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_budget_events_and_their_webhooks_take_the_kind_budget_set_and_back():
+    """``0025`` renames the kind ``budget.changed`` to ``budget.set`` in the events
+    recorded so far and the webhooks subscribed to it; taken back, the other way."""
+    from agentstate.models import Event, Webhook
+
+    def kinds() -> tuple[list[str], list[list[str]]]:
+        return (
+            list(Event.objects.order_by("pk").values_list("kind", flat=True)),
+            list(Webhook.objects.order_by("pk").values_list("kinds", flat=True)),
+        )
+
+    for kind in ("budget.set", "pause.created"):
+        Event.objects.create(kind=kind, object_type="budget", object_id="run:r")
+    for subscribed in (["pause.created", "budget.set"], [], ["pause.created"]):
+        Webhook.objects.create(url="https://example.com/hook", secret="s", kinds=subscribed)
+    renamed = (
+        ["budget.set", "pause.created"],
+        [["pause.created", "budget.set"], [], ["pause.created"]],
+    )
+    assert kinds() == renamed
+    executor = MigrationExecutor(connection)
+    leaves = [key for key in executor.loader.graph.leaf_nodes() if key[0] == "agentstate"]
+    try:
+        executor.migrate([("agentstate", "0024_index_counts")])
+        assert kinds() == (
+            ["budget.changed", "pause.created"],
+            [["pause.created", "budget.changed"], [], ["pause.created"]],
+        )
+    finally:
+        executor.loader.build_graph()
+        executor.migrate(leaves)
+    assert kinds() == renamed

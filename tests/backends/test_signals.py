@@ -96,7 +96,7 @@ def records_rebuilt(user) -> Change:
     )
 
 
-def budget_changed(user) -> Change:
+def budget_set(user) -> Change:
     run = _run(user)
     return lambda: budgets.set_run_budget(run, {"total_tokens": 100}, by=user)
 
@@ -207,7 +207,7 @@ SCENARIOS: dict[str, Scenario] = {
     "approval.expired": Scenario(request_expired, ApprovalRequest, the_request),
     "approvals.changed": Scenario(records_changed, Run, lambda: "run-1"),
     "approvals.rebuilt": Scenario(records_rebuilt, Run, lambda: "run-1"),
-    "budget.changed": Scenario(budget_changed, Budget, lambda: "run:run-1"),
+    "budget.set": Scenario(budget_set, Budget, lambda: "run:run-1"),
     "policy.created": Scenario(policy_created, ApprovalPolicy, the_policy),
     "policy.revoked": Scenario(policy_revoked, ApprovalPolicy, the_policy),
     "approval.voted": Scenario(voted, ApprovalRequest, the_request),
@@ -229,11 +229,10 @@ class Received(list):
 @pytest.fixture
 def received():
     log = Received()
-    names = {
-        id(sig): name
-        for name, sig in vars(signals).items()
-        if isinstance(sig, type(signals.event_recorded))
-    }
+    names: dict[int, str] = {}
+    for name, sig in vars(signals).items():
+        if isinstance(sig, type(signals.event_recorded)):
+            names.setdefault(id(sig), name)  # a signal's name, not an alias defined after it
 
     def receiver(signal, sender, event, instance, **kwargs):
         log.append(

@@ -95,7 +95,7 @@ def _changed_event(
     budget: Budget, object_id: str, created_by_id: int | None, by: Actor, **about: str
 ) -> Event:
     return events.new(
-        "budget.changed",
+        "budget.set",
         Budget,
         object_id,
         by,

@@ -127,7 +127,7 @@ BEGIN
         END IF;
     END IF;
     IF before.id IS NULL OR b IS DISTINCT FROM before THEN
-        changed := jsonb_build_array(agentstate_record('budget.changed', 'budget',
+        changed := jsonb_build_array(agentstate_record('budget.set', 'budget',
             'run:' || rn.run_id, p_user, p_actor, rn.created_by_id, '', jsonb_build_object(
                 'caps', agentstate_caps(to_jsonb(b)), 'period', NULL, 'run_id', rn.run_id)));
     END IF;
@@ -226,7 +226,7 @@ BEGIN
                    before.max_output_tokens, before.max_total_tokens)
                   IS DISTINCT FROM (b.period, b.max_requests, b.max_input_tokens,
                                     b.max_output_tokens, b.max_total_tokens) THEN
-        changed := jsonb_build_array(agentstate_record('budget.changed', 'budget',
+        changed := jsonb_build_array(agentstate_record('budget.set', 'budget',
             'user:' || p_username, p_user, p_actor, uid, '', jsonb_build_object(
                 'caps', agentstate_caps(to_jsonb(b)), 'period', nullif(b.period, ''),
                 'username', p_username)));
