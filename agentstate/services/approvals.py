@@ -39,6 +39,7 @@ from agentstate.policies import DECIDED_BY_POLICY
 from agentstate.policies import active as in_force
 from agentstate.records import DECIDED_BY_RECORDS
 from agentstate.services import runs, waiting
+from agentstate.services.waiting import deadline_of
 from agentstate.types import Reach
 from agentstate.validation import check_json, check_key, check_run_id
 
@@ -83,14 +84,6 @@ def with_current_status(requests: QuerySet[ApprovalRequest]) -> QuerySet[Approva
     before the sweep has run.
     """
     return requests.annotate(current_status=current_status(agentstate_settings.APPROVAL_TTL))
-
-
-def deadline_of(request: ApprovalRequest) -> datetime:
-    """When the request stops being pending: its rule's deadline, fixed at filing, or
-    (filed under no rule) its creation plus ``APPROVAL_TTL`` as it is now."""
-    if request.deadline is not None:
-        return request.deadline
-    return request.created_at + agentstate_settings.APPROVAL_TTL
 
 
 def votes_of(request: ApprovalRequest) -> list[Vote]:

@@ -88,6 +88,14 @@ def current(request: ApprovalRequest) -> str:
     return status
 
 
+def deadline_of(request: ApprovalRequest) -> datetime:
+    """When the request stops being pending: its rule's deadline, fixed at filing, or
+    (filed under no rule) its creation plus ``APPROVAL_TTL`` as it is now."""
+    if request.deadline is not None:
+        return request.deadline
+    return request.created_at + agentstate_settings.APPROVAL_TTL
+
+
 def request_notice(pk: int) -> Callable[[Notice], bool]:
     return lambda n: n.object_type == "approvalrequest" and n.object_id == str(pk)
 
@@ -101,8 +109,7 @@ def request_check(requests: QuerySet[ApprovalRequest], pk: int) -> Callable[[], 
         if found is None:
             return None, True, None
         pending = current(found) == ApprovalRequest.Status.PENDING
-        deadline = found.created_at + agentstate_settings.APPROVAL_TTL if pending else None
-        return found, not pending, seconds_until(deadline)
+        return found, not pending, seconds_until(deadline_of(found) if pending else None)
 
     return check
 
@@ -118,9 +125,8 @@ def run_state(requests: QuerySet[ApprovalRequest], run_id: str) -> tuple[Any, fl
     """What a run's waiter compares: its requests' ids and current statuses, and the
     seconds until the next pending one expires."""
     rows = list(requests.filter(run__run_id=run_id).order_by("pk"))
-    pending = [r.created_at for r in rows if current(r) == ApprovalRequest.Status.PENDING]
-    next_expiry = min(pending) + agentstate_settings.APPROVAL_TTL if pending else None
-    return [(r.pk, current(r)) for r in rows], seconds_until(next_expiry)
+    deadlines = [deadline_of(r) for r in rows if current(r) == ApprovalRequest.Status.PENDING]
+    return [(r.pk, current(r)) for r in rows], seconds_until(min(deadlines, default=None))
 
 
 def run_check(read: Callable[[], tuple[Any, Any]], before: Any) -> Callable[[], Any]:

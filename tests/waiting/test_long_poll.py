@@ -148,3 +148,29 @@ def test_a_run_waiter_answers_when_a_request_of_the_run_is_filed(server, agent):
     status, body = answers["run"]
     assert status == 200 and body["approvals"]["send"]["approved"] == ["c9"], body
     assert answers["at"] - changed < 1.0
+
+
+def test_a_waiter_is_answered_at_its_rules_deadline_sweep_or_not(server, agent):
+    """A request filed under a rule stops being pending at the rule's deadline, fixed
+    at filing, not at ``APPROVAL_TTL`` (a day here): its waiter and the run's are
+    answered then, with no sweep running."""
+    from agentstate.services import oversight
+
+    oversight.create_rule("send", deadline=2)
+    _, token = agent
+    pk = file_request(server, token)
+    answers = {}
+
+    def wait_run():
+        answers["run"] = call(server.url, token, "/api/runs/run-1/?wait=20")
+        answers["run_at"] = time.monotonic()
+
+    started = time.monotonic()
+    run_waiter = threading.Thread(target=wait_run)
+    run_waiter.start()
+    status, body = call(server.url, token, f"/api/approval-requests/{pk}/?wait=20")
+    assert status == 200 and body["status"] == "expired", body
+    assert time.monotonic() - started < 4
+    run_waiter.join(10)
+    status, body = answers["run"]
+    assert status == 200 and answers["run_at"] - started < 4, body
