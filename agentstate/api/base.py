@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils import timezone
@@ -52,18 +53,24 @@ def _read_at_most(stream: IO[bytes], size: int) -> bytes:
 def buffer_unsized_body(request: HttpRequest) -> None:
     """Make a chunked body (no Content-Length) visible to the parser, bounded.
 
-    Django reads a body without Content-Length as empty, so a chunked request
-    would be silently treated as ``{}``. When the WSGI server has de-chunked
-    the input (``wsgi.input_terminated``, as gunicorn does), read at most
-    ``MAX_BODY_BYTES + 1`` bytes of it and declare what was read; the parser
-    then refuses an oversized body with 413 like any other.
+    DRF reads a body without Content-Length as empty, so a chunked request
+    would be silently treated as ``{}``. Where the server has the whole body
+    at hand (a WSGI server that de-chunked the input, ``wsgi.input_terminated``,
+    as gunicorn does; Django's ASGI handler, which reads the body before the
+    view runs), read at most ``MAX_BODY_BYTES + 1`` bytes of it and declare
+    what was read; the parser then refuses an oversized body with 413 like any
+    other.
     """
     meta = request.META
-    if meta.get("CONTENT_LENGTH") or not meta.get("wsgi.input_terminated"):
+    if meta.get("CONTENT_LENGTH") or getattr(request, "_read_started", False):
         return
-    if getattr(request, "_read_started", False) or "wsgi.input" not in meta:
+    if isinstance(request, ASGIRequest):
+        stream = request._stream
+    elif meta.get("wsgi.input_terminated") and "wsgi.input" in meta:
+        stream = meta["wsgi.input"]
+    else:
         return
-    raw = _read_at_most(meta["wsgi.input"], agentstate_settings.MAX_BODY_BYTES + 1)
+    raw = _read_at_most(stream, agentstate_settings.MAX_BODY_BYTES + 1)
     request._stream = io.BytesIO(raw)
     meta["CONTENT_LENGTH"] = str(len(raw))
 
