@@ -11,6 +11,8 @@
 # of its own (.venv-demo/): scripts/test.sh's (.venv/) is never touched, so
 # the two run side by side in one checkout.
 SYNC="--extra api --extra celery --extra postgres --no-default-groups --group demo"
+# MySQL and MariaDB (DATABASE_URL=mysql://...) through mysqlclient, the mysql extra.
+case "${DATABASE_URL:-}" in mysql://*) SYNC="$SYNC --extra mysql" ;; esac
 VENV_NAME=.venv-demo
 source "$(dirname "$0")/bootstrap.sh"
 PORT="${PORT:-8000}"
