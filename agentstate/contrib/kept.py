@@ -108,6 +108,14 @@ class Review:
             " it did not run."
         )
 
+    @property
+    def unrunnable_edit(self) -> str | None:
+        """What to tell the model of an edited call whose arguments cannot be a tool's
+        (not a JSON object): it does not run. ``None`` when they can."""
+        if isinstance(self.approved_arguments, dict):
+            return None
+        return self.not_run("which are not a JSON object, as a tool's arguments must be")
+
     def ran(self, output: Any) -> str:
         """What to tell the model of a call the bridge ran itself with the reviewer's
         edited arguments, in place of the model's call: what it returned."""

@@ -188,6 +188,8 @@ class ApprovalBridge(Bridge):
             return review.not_run(
                 "which cannot be run for a tool that is not one of the agent's function tools"
             )
+        if review.unrunnable_edit is not None:
+            return review.unrunnable_edit
         assert state._context is not None  # a restored state has its context
         edited = json.dumps(review.approved_arguments, ensure_ascii=False)
         context = SDKToolContext(

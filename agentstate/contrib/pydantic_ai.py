@@ -276,10 +276,8 @@ def _decision(review: Review) -> ToolApproved | ToolDenied:
         return ToolDenied(review.refusal)
     if not review.edited:
         return ToolApproved()
-    if not isinstance(review.approved_arguments, dict):
-        return ToolDenied(
-            review.not_run("which are not a JSON object, as a tool's arguments must be")
-        )
+    if review.unrunnable_edit is not None:
+        return ToolDenied(review.unrunnable_edit)
     return ToolApproved(override_args=review.approved_arguments)
 
 

@@ -194,6 +194,25 @@ def test_an_edited_approval_runs_the_reviewers_call_not_the_models(reviewer):
     assert '{"to": "carol"}' in sent_back[0]["output"]
 
 
+@pytest.mark.parametrize("edited", [["carol"], "carol"])
+def test_an_edit_that_is_no_json_object_runs_nothing_and_the_model_hears_why(reviewer, edited):
+    """A tool's arguments are a JSON object: approved only with anything else, the call
+    does not run, in the words every bridge uses."""
+    first = Mailer(email("bob", "call-1"))
+    outcome = first.bridge().start("mail bob", run_id="run-edit-list")
+    review_in_thread(outcome.pending[0].id, "approve", reviewer, arguments=edited)
+    later = Mailer(done("did not mail"))
+    outcome = later.bridge().resume("run-edit-list")
+    assert outcome.status == FINISHED and first.sent + later.sent == []
+    sent_back = [
+        item for item in later.model.inputs[-1] if item.get("type") == "function_call_output"
+    ]
+    assert len(sent_back) == 1
+    assert sent_back[0]["output"].endswith(
+        "which are not a JSON object, as a tool's arguments must be: it did not run."
+    )
+
+
 def test_a_policy_lets_a_matching_call_run_without_a_reviewer(make_user):
     """A call that a policy decides is filed approved, and the run goes on at once."""
     agent = make_user("agent")
