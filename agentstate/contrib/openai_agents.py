@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentstate.extras import missing
 
@@ -47,7 +47,7 @@ except ImportError as error:
     raise missing("agents", "agentstate.contrib.openai_agents", error) from error
 from asgiref.sync import async_to_sync, sync_to_async
 
-from agentstate import tools
+from agentstate.contrib import core
 from agentstate.contrib.core import (
     BUSY,
     FINISHED,
@@ -58,14 +58,17 @@ from agentstate.contrib.core import (
     Outcome,
     RemoteStore,
     Review,
-    ServiceStore,
     Stop,
     Store,
     UsageDelta,
     decided,
     off_loop,
 )
-from agentstate.contrib.openai_agents_session import SESSION_SCOPE, AgentStateSession
+
+if TYPE_CHECKING:
+    from agentstate.contrib.core import ServiceStore as ServiceStore
+    from agentstate.contrib.openai_agents_session import SESSION_SCOPE as SESSION_SCOPE
+    from agentstate.contrib.openai_agents_session import AgentStateSession as AgentStateSession
 
 __all__ = [
     "BUSY",
@@ -254,6 +257,18 @@ def _cached(usage: Usage) -> int:
     return getattr(usage.input_tokens_details, "cached_tokens", 0) or 0
 
 
+def __getattr__(name: str) -> Any:
+    # Imported when asked for: each needs the site's settings and models, which a
+    # process using RemoteStore (and importing this module) does without.
+    if name == "ServiceStore":
+        return core.ServiceStore
+    if name in ("AgentStateSession", "SESSION_SCOPE"):
+        from agentstate.contrib import openai_agents_session
+
+        return getattr(openai_agents_session, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _reasoning(usage: Usage) -> int:
     return getattr(usage.output_tokens_details, "reasoning_tokens", 0) or 0
 
@@ -270,6 +285,7 @@ def context_tools(
     the run's context wrapper that names it (e.g. one scope per run). The
     tools answer with the dispatcher's short message and never raise.
     """
+    from agentstate import tools  # the site's: its settings and models
 
     def make(schema: dict[str, Any]) -> FunctionTool:
         spec = schema.get("function", schema)

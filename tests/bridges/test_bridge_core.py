@@ -158,3 +158,35 @@ def test_a_steps_usage_has_the_runs_counters():
         "requests": 1,
         "cached_tokens": 2,
     }
+
+
+SDK_PROBE = textwrap.dedent(
+    """
+    import sys
+
+    from agents import Agent
+
+    from agentstate.contrib.openai_agents import ApprovalBridge, RemoteStore, context_tools
+
+    bridge = ApprovalBridge(Agent(name="ops"), store=RemoteStore(object()))
+    assert callable(context_tools)
+    assert "agentstate.models" not in sys.modules and "agentstate.services" not in sys.modules
+    print("ok")
+    """
+)
+
+
+def test_the_agents_sdk_bridge_outside_the_site_needs_no_django_settings():
+    """docs/openai-agents.md's ``RemoteStore``: a process that is not the site imports the
+    bridge; the session and the context tools, which need the site, load when used."""
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    done_ = subprocess.run(
+        [sys.executable, "-c", SDK_PROBE],
+        env={**env, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done_.returncode == 0, done_.stderr
+    assert done_.stdout.strip() == "ok"
