@@ -85,7 +85,9 @@ def check_url(url: str) -> None:
     if not parts.hostname:
         raise RefusedTarget("url: the URL names no host.", field="url")
     if "%" in parts.hostname:
-        raise RefusedTarget("url: an address with a zone (%...) cannot be a webhook's.", field="url")
+        raise RefusedTarget(
+            "url: an address with a zone (%...) cannot be a webhook's.", field="url"
+        )
     if not _HOST_NAME.fullmatch(parts.hostname) and not _is_address(parts.hostname):
         raise RefusedTarget("url: the host is no host name or IP address.", field="url")
     try:
