@@ -257,6 +257,11 @@ class RemoteStore:
     def release_state(self, run_id: str) -> None:
         """Nothing to release: over REST the state is popped without a lease."""
 
+    def put_back_state(self, run_id: str, kept: str) -> None:
+        """A resume failed: the state back (the approvals it consumed stay used: the
+        REST API gives none back)."""
+        self.keep_state(run_id, kept)
+
     @staticmethod
     def _review(request: dict[str, Any], records: dict[str, Any]) -> Review:
         flag = {"approved": "approved", "rejected": "rejected"}.get(request["status"])
@@ -376,8 +381,9 @@ class Bridge(abc.ABC):
     async def taking(self, run_id: str, go_on: Callable[[Any], Awaitable[Outcome]]) -> Outcome:
         """Take the run's kept state (exactly once across processes) and go on with it;
         ``busy`` when there is none. If going on fails, the state is put back as it
-        was, so that the run can be resumed again; if the process dies, the store's
-        lease on it runs out and a beat task puts it back."""
+        was (with the approvals the attempt consumed, in the site), so that the run
+        can be resumed again; if the process dies, the store's lease on it runs out
+        and a beat task puts it back."""
         kept = await off_loop(self.store.take_state)(run_id)
         if kept is None:
             return Outcome(run_id, BUSY)
@@ -387,8 +393,7 @@ class Bridge(abc.ABC):
             resuming = _resuming.set(taken.get("bridge"))
             outcome = await go_on(taken["state"])
         except BaseException:
-            await off_loop(self.store.keep_state)(run_id, kept)
-            await off_loop(self.store.release_state)(run_id)
+            await off_loop(self.store.put_back_state)(run_id, kept)
             raise
         finally:
             if resuming is not None:

@@ -58,6 +58,33 @@ def release(run_id: str) -> None:
         pass
 
 
+def put_back(run_id: str) -> None:
+    """A resume of ``run_id`` failed: its state back as it was taken, with the approvals
+    it consumed (as a killed one's, ``ready``), and its lease released."""
+    try:
+        lease = json.loads(context.get_state(LEASE_SCOPE, run_id))
+    except (*_ABSENT, TypeError, ValueError):
+        return
+    with transaction.atomic():
+        _restore(run_id, lease)
+        release(run_id)
+
+
+def _restore(run_id: str, lease: dict[str, str]) -> bool:
+    """The state ``lease`` took back in the run's variable (``False``: the run waits
+    again with a newer one), and the approvals consumed since it was taken given back
+    with it: the retry runs those calls again (a step of a resume that did not finish
+    runs again)."""
+    try:
+        context.put(STATE_SCOPE, run_id, lease["kept"], if_version=0, by="bridge")
+    except VersionMismatch:
+        return False
+    ApprovalRequest.objects.filter(
+        run__run_id=run_id, consumed_at__gte=datetime.fromisoformat(lease["taken_at"])
+    ).update(consumed_at=None)
+    return True
+
+
 def ready(now: datetime | None = None) -> list[tuple[str | None, str]]:
     """``(bridge name, run id)`` of every run that should be resumed and is not being:
     the leases older than ``RESUME_LEASE`` (their state is put back first), and the
@@ -109,16 +136,7 @@ def _expired_leases(now: datetime) -> list[tuple[str | None, str]]:
         if (now - taken_at).total_seconds() < lease_seconds:
             continue
         with transaction.atomic():
-            try:  # the state back, unless the run waits again with a newer one
-                context.put(STATE_SCOPE, run_id, lease["kept"], if_version=0, by="bridge")
-                put_back = True
-                # The approvals the dead resume consumed go back with its state: the
-                # retry runs those calls (a step of a killed resume runs again).
-                ApprovalRequest.objects.filter(
-                    run__run_id=run_id, consumed_at__gte=taken_at
-                ).update(consumed_at=None)
-            except VersionMismatch:
-                put_back = False
+            put_back = _restore(run_id, lease)
             try:  # the lease gone, unless it was taken again meanwhile
                 context.put(LEASE_SCOPE, run_id, None, if_version=version, by="bridge")
                 context.delete(LEASE_SCOPE, run_id)

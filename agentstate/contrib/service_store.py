@@ -97,6 +97,10 @@ class ServiceStore:
     def release_state(self, run_id: str) -> None:
         resumes.release(run_id)
 
+    def put_back_state(self, run_id: str, kept: str) -> None:
+        """A resume failed: the state back, with the approvals it consumed."""
+        resumes.put_back(run_id)
+
     @staticmethod
     def _review(request: Any) -> Review:
         return Review(

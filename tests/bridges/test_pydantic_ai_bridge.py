@@ -156,6 +156,31 @@ def test_approved_call_runs_once_after_the_reviewer_decides(reviewer):
     assert Run.objects.get(run_id="run-approve").usage == usage_of(2)
 
 
+def test_a_resume_that_fails_gives_back_the_approvals_it_used(reviewer):
+    """docs/bridges.md: a resume that fails puts the run back as it was. Its ``deps``
+    failing after the approval was used, before the tool ran: the retry runs the call,
+    once, as it would after a killed resume."""
+    first = Mailer(email("bob", "call-1"))
+    outcome = first.bridge().start("mail bob", run_id="run-fails")
+    review_in_thread(outcome.pending[0].id, "approve", reviewer)
+    failures = [ConnectionError("the directory is unreachable")]
+
+    def deps(run_id, context):
+        if failures:
+            raise failures.pop()
+        return None
+
+    later = Mailer(done("mailed bob"))
+    with pytest.raises(ConnectionError):
+        later.bridge(deps=deps).resume("run-fails")
+    assert later.sent == [] and ApprovalRequest.objects.get().consumed_at is None
+    outcome = later.bridge(deps=deps).resume("run-fails")
+    assert outcome.status == FINISHED and outcome.final_output == "mailed bob"
+    assert first.sent + later.sent == ["bob"]
+    assert [p.content for p in later.returned()] == ["sent to bob"]
+    assert ApprovalRequest.objects.get().consumed_at is not None
+
+
 def test_an_edited_approval_runs_the_tool_with_the_reviewers_arguments(reviewer):
     first = Mailer(email("bob", "call-1"))
     outcome = first.bridge().start("mail bob", run_id="run-edit")
