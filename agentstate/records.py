@@ -17,6 +17,7 @@ __all__ = [
     "APPROVE",
     "DECIDED_BY_RECORDS",
     "REJECT",
+    "RECORDS_ACTOR",
     "SIDES",
     "decide_from",
     "decided_always",
@@ -26,8 +27,10 @@ __all__ = [
 # Plain strings: a TextChoices member hashes by its name, not its value.
 APPROVE, REJECT = str(ApprovalCall.Decision.APPROVE.value), str(ApprovalCall.Decision.REJECT.value)
 SIDES = {"approved": APPROVE, "rejected": REJECT}
-# The reason of a request filed already decided because the records decide its call.
+# The reason of a request filed already decided because the records decide its call,
+# and the actor of its ``approval.decided`` event.
 DECIDED_BY_RECORDS = "Decided by the run's approval records."
+RECORDS_ACTOR = "records"
 
 
 def record_json(

@@ -19,6 +19,7 @@ from agentstate.exceptions import (
 from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run
 from agentstate.policies import DECIDED_BY_POLICY, contains, json_equal
 from agentstate.services import approvals, runs
+from agentstate.types import arguments_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +54,26 @@ def test_a_policy_decides_a_later_call_filed_decided_naming_it(run, alice, revie
         "call_id": "c1",
         "status": "approved",
         "policy": policy.pk,
+        "arguments": {"to": "bob"},
+        "arguments_digest": arguments_digest({"to": "bob"}),
     }
+    # The audit of the request: filed, then decided by the policy (no decider).
+    decided = Event.objects.get(kind="approval.decided")
+    assert (decided.actor, decided.user_id, decided.object_id) == (
+        f"policy:{policy.pk}",
+        None,
+        str(request.pk),
+    )
+    assert decided.details == {
+        "run_id": "run-1",
+        "tool_name": "mail",
+        "call_id": "c1",
+        "decision": "approve",
+        "always": False,
+        "reason": "alice mails often",
+        "policy": policy.pk,
+    }
+    assert decided.pk > requested.pk
     changed = Event.objects.get(kind="approvals.changed")
     assert (changed.actor, changed.user_id) == (f"policy:{policy.pk}", None)
     assert changed.details["decision"] == "approve"
@@ -71,6 +91,9 @@ def test_the_runs_own_records_come_before_any_policy(run):
     runs.approve(run, "mail", "c1")
     request = approvals.request_approval(run, "mail", "c1")
     assert (request.status, request.policy_id) == ("approved", None)
+    decided = Event.objects.get(kind="approval.decided", object_id=str(request.pk))
+    assert (decided.actor, decided.user_id) == ("records", None)
+    assert decided.details["decision"] == "approve" and decided.details["policy"] is None
     assert runs.is_tool_approved(run, "mail", "c1") is True
     assert runs.is_tool_approved(run, "mail", "c2") is False
 

@@ -42,6 +42,7 @@ from agentstate.policies import POLICY_ACTOR, decided_reason, json_equal
 from agentstate.records import (
     APPROVE,
     DECIDED_BY_RECORDS,
+    RECORDS_ACTOR,
     REJECT,
     SIDES,
     decide_from,
@@ -445,10 +446,10 @@ class RunOperations(OversightOperations, PolicyOperations):
                 "call_id": call_id,
                 "status": request.status,
                 "policy": request.policy_id,
+                "arguments": arguments,
+                "arguments_digest": request.arguments_digest,
                 **(
                     {
-                        "arguments": arguments,
-                        "arguments_digest": request.arguments_digest,
                         "rule": request.rule_id,
                         "approvals_required": request.approvals_required,
                         "deadline": events.json_time(request.deadline),
@@ -459,6 +460,26 @@ class RunOperations(OversightOperations, PolicyOperations):
             },
         )
         saved = [event]
+        if decided is not None:
+            # Decided as it is filed: by an active policy or by the run's records, no decider.
+            saved.append(
+                events.new(
+                    "approval.decided",
+                    ApprovalRequest,
+                    str(request.pk),
+                    Actor(None, RECORDS_ACTOR if policy is None else POLICY_ACTOR % policy.pk),
+                    created_by_id=request.created_by_id,
+                    details={
+                        "run_id": run.run_id,
+                        "tool_name": tool_name,
+                        "call_id": call_id,
+                        "decision": APPROVE if decided else REJECT,
+                        "always": request.always,
+                        "reason": request.reason,
+                        "policy": request.policy_id,
+                    },
+                )
+            )
         if policy is not None:
             # The run's record of the call, as a decision writes it: no decider.
             saved.append(

@@ -23,7 +23,7 @@ from agentstate.db import (
 )
 from agentstate.models import ApprovalRequest, Run, Vote
 from agentstate.policies import DECIDED_BY_POLICY, POLICY_ACTOR
-from agentstate.records import DECIDED_BY_RECORDS
+from agentstate.records import DECIDED_BY_RECORDS, RECORDS_ACTOR
 from agentstate.types import Actor, Reach, Records, Verdict, arguments_digest
 
 from .reading import reading_cursor
@@ -238,6 +238,7 @@ class RunOperations:
             p_decided_reason=DECIDED_BY_RECORDS,
             p_policy_reason=DECIDED_BY_POLICY,
             p_policy_actor=POLICY_ACTOR,
+            p_records_actor=RECORDS_ACTOR,
             p_ttl=approval_ttl,
             p_reach=_creator(reach),
             p_user=by.user_id,

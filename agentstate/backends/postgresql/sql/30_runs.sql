@@ -397,8 +397,8 @@ END $$;
 -- (about 180,000 of a filing's 1,670,000 instructions in the server).
 CREATE FUNCTION agentstate_request_approval(
     p_run_id text, p_tool text, p_call text, p_arguments jsonb, p_decided_reason text,
-    p_policy_reason text, p_policy_actor text, p_ttl interval, p_reach bigint, p_user bigint,
-    p_actor text, p_digest text
+    p_policy_reason text, p_policy_actor text, p_records_actor text, p_ttl interval,
+    p_reach bigint, p_user bigint, p_actor text, p_digest text
 ) RETURNS json
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
@@ -414,6 +414,7 @@ DECLARE
     pol_reason text;
     decided boolean;
     requested jsonb;
+    decision jsonb;
     changed jsonb;
 BEGIN
     -- After the run's lock, in a statement of its own (so that its snapshot is taken
@@ -478,10 +479,24 @@ BEGIN
     requested := agentstate_record('approval.requested', 'approvalrequest', req.id::text, p_user,
         p_actor, req.created_by_id, '', jsonb_build_object(
             'run_id', rn.run_id, 'tool_name', p_tool, 'call_id', p_call, 'status', req.status,
-            'policy', req.policy_id)
+            'policy', req.policy_id, 'arguments', p_arguments, 'arguments_digest', p_digest)
         || CASE WHEN rl.id IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(
-            'arguments', p_arguments, 'arguments_digest', p_digest, 'rule', rl.id,
-            'approvals_required', req.approvals_required, 'deadline', req.deadline) END);
+            'rule', rl.id, 'approvals_required', req.approvals_required,
+            'deadline', req.deadline) END);
+    IF decided IS NULL THEN
+        RETURN json_build_object(
+            'request', row_to_json(req),
+            'current_status',
+                agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl),
+            'run', row_to_json(rn), 'created', true, 'events', jsonb_build_array(requested));
+    END IF;
+    -- Decided as it is filed: by an active policy or by the run's records, no decider.
+    decision := agentstate_record('approval.decided', 'approvalrequest', req.id::text, NULL,
+        CASE WHEN pol_id IS NULL THEN p_records_actor ELSE format(p_policy_actor, pol_id) END,
+        req.created_by_id, '', jsonb_build_object(
+            'run_id', rn.run_id, 'tool_name', p_tool, 'call_id', p_call,
+            'decision', CASE WHEN decided THEN 'approve' ELSE 'reject' END,
+            'always', req.always, 'reason', req.reason, 'policy', req.policy_id));
     IF pol_id IS NOT NULL THEN
         changed := agentstate_write_decision(rn, p_tool, p_call, decided, false, req.reason,
             NULL, format(p_policy_actor, pol_id));
@@ -491,8 +506,8 @@ BEGIN
         'current_status',
             agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl),
         'run', row_to_json(rn), 'created', true,
-        'events', CASE WHEN changed IS NULL THEN jsonb_build_array(requested)
-                       ELSE jsonb_build_array(requested, changed) END);
+        'events', CASE WHEN changed IS NULL THEN jsonb_build_array(requested, decision)
+                       ELSE jsonb_build_array(requested, decision, changed) END);
 END $$;
 
 -- Decide a pending request exactly once: the run's row locked first, then
