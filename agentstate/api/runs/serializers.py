@@ -6,7 +6,7 @@ The approval records map is validated by ``services.runs.check_records``
 (one rule for Python and REST callers).
 """
 
-from typing import Any
+from typing import Any, ClassVar
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -107,6 +107,8 @@ class UsageRequest(StrictSerializer):
 
 class DigestField(StrictCharField):
     """A SHA-256 in lowercase hex: the canonical JSON of a call's arguments."""
+
+    openapi: ClassVar[dict[str, Any]] = {"pattern": f"^{DIGEST.pattern}$"}
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("min_length", 64)
