@@ -137,10 +137,11 @@ PROBE = textwrap.dedent(
 )
 
 
-def test_a_pydantic_ai_agent_outside_the_site_needs_no_django_settings():
+def outside_the_site(probe: str) -> None:
+    """Run ``probe`` in a process without Django's settings: it prints ``ok``."""
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     done_ = subprocess.run(
-        [sys.executable, "-c", PROBE],
+        [sys.executable, "-c", probe],
         env={**env, "PYTHONPATH": str(ROOT)},
         cwd=ROOT,
         capture_output=True,
@@ -149,6 +150,10 @@ def test_a_pydantic_ai_agent_outside_the_site_needs_no_django_settings():
     )
     assert done_.returncode == 0, done_.stderr
     assert done_.stdout.strip() == "ok"
+
+
+def test_a_pydantic_ai_agent_outside_the_site_needs_no_django_settings():
+    outside_the_site(PROBE)
 
 
 def test_a_steps_usage_has_the_runs_counters():
@@ -179,14 +184,4 @@ SDK_PROBE = textwrap.dedent(
 def test_the_agents_sdk_bridge_outside_the_site_needs_no_django_settings():
     """docs/openai-agents.md's ``RemoteStore``: a process that is not the site imports the
     bridge; the session and the context tools, which need the site, load when used."""
-    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    done_ = subprocess.run(
-        [sys.executable, "-c", SDK_PROBE],
-        env={**env, "PYTHONPATH": str(ROOT)},
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done_.returncode == 0, done_.stderr
-    assert done_.stdout.strip() == "ok"
+    outside_the_site(SDK_PROBE)
