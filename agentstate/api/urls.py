@@ -7,6 +7,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
 
 from .context import views as views_context
 from .docs import AssetView, DocsView, RedocView, SchemaView
@@ -89,6 +90,7 @@ urlpatterns = [
 ]
 
 
+@csrf_exempt  # as the API's views are: the redirect changes nothing, the view it leads to checks
 def with_slash(request: HttpRequest, **kwargs: Any) -> HttpResponsePermanentRedirect:
     """A path of the API without its trailing slash: 308 to the path with it, which a
     client follows with the same method and body. Django's ``APPEND_SLASH`` would

@@ -256,6 +256,7 @@ def test_a_path_without_its_trailing_slash_answers_308_to_it_keeping_the_body(ap
     way) or, under DEBUG, a 500."""
     from django.test import override_settings
 
+    api.handler.enforce_csrf_checks = True  # as a real client meets it: a token, no CSRF cookie
     with override_settings(DEBUG=debug):
         moved = api.post(
             "/api/context/push?x=1", {"scope": "s", "name": "l", "value": 7}, format="json"
