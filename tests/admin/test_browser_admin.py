@@ -55,6 +55,19 @@ def screenshots(tmp_path):
     return shot
 
 
+def open_page(browser, live_server):
+    """``(page, refused)``: a new page kept to the live server (:func:`offline`),
+    whose actions and ``expect`` assertions wait up to TIMEOUT_MS. Playwright's
+    ``expect`` waits 5 s of its own unless told, which Redoc's first render can
+    take on a loaded machine."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    page = browser.new_page(viewport=VIEWPORT)
+    page.set_default_timeout(TIMEOUT_MS)
+    return page, offline(page, live_server)
+
+
 def offline(page, live_server) -> list[str]:
     """Refuse every request that leaves the live server; the list of those refused."""
     local = urlsplit(live_server.url).netloc
@@ -86,9 +99,7 @@ def test_a_reviewer_approves_a_pending_request_in_the_admin(live_server, make_us
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(TIMEOUT_MS)
-            refused = offline(page, live_server)
+            page, refused = open_page(browser, live_server)
 
             # 1. The admin's login page: the reviewer signs in.
             page.goto(f"{live_server.url}/admin/")
@@ -168,9 +179,7 @@ def test_the_api_docs_render_from_the_apps_own_assets(live_server, screenshots):
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(TIMEOUT_MS)
-            refused = offline(page, live_server)
+            page, refused = open_page(browser, live_server)
 
             page.goto(f"{live_server.url}/api/docs/")
             expect(page.locator(".swagger-ui .title")).to_contain_text("agentstate API")
@@ -206,9 +215,7 @@ def test_a_reviewer_makes_a_policy_and_the_next_matching_call_arrives_decided(
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(TIMEOUT_MS)
-            refused = offline(page, live_server)
+            page, refused = open_page(browser, live_server)
             page.goto(f"{live_server.url}/admin/login/?next=/admin/")
             page.fill("#id_username", "reviewer")
             page.fill("#id_password", "pw")
@@ -271,8 +278,7 @@ def test_a_reviewer_makes_a_policy_and_the_next_matching_call_arrives_decided(
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(TIMEOUT_MS)
+            page, refused = open_page(browser, live_server)
             page.goto(f"{live_server.url}/admin/login/?next=/admin/")
             page.fill("#id_username", "reviewer")
             page.fill("#id_password", "pw")
@@ -282,5 +288,6 @@ def test_a_reviewer_makes_a_policy_and_the_next_matching_call_arrives_decided(
             )
             page.get_by_role("link", name=f"policy #{policy.pk}").click()
             expect(page.locator("body")).to_contain_text("weekly report to bob")
+            assert refused == []
         finally:
             browser.close()

@@ -1,4 +1,4 @@
-"""The admin's pending queue in a real headless Chromium (as tests/test_browser_admin.py
+"""The admin's pending queue in a real headless Chromium (as tests/admin/test_browser_admin.py
 drives it): a request filed after the page opened, and one decided meanwhile by
 someone else, show without a reload (the queue's script follows the event feed)."""
 
@@ -8,11 +8,7 @@ import pytest
 from django.db import connection
 
 from agentstate.services import approvals, runs
-
-try:
-    from tests.admin.test_browser_admin import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, offline
-except ImportError:  # before the tests moved into folders by kind
-    from tests.test_browser_admin import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, offline
+from tests.admin.test_browser_admin import CHROMIUM, CHROMIUM_ARGS, open_page
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,9 +37,7 @@ def test_the_queue_shows_new_and_decided_requests_without_a_reload(live_server, 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport=VIEWPORT)
-            page.set_default_timeout(20_000)
-            refused = offline(page, live_server)
+            page, refused = open_page(browser, live_server)
             page.goto(f"{live_server.url}/admin/")
             page.fill("#id_username", "reviewer")
             page.fill("#id_password", "pw")
