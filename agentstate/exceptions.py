@@ -283,6 +283,19 @@ class NotAReviewer(AgentStateError):
     template = "You are not a reviewer of {tool_name!r}'s approval requests."
 
 
+class VotesRequired(AgentStateError):
+    """A standing approval (a policy, or an approval written into a run's records) of
+    a tool whose rule wants more than one reviewer: one person would decide alone."""
+
+    status = 403
+    code = "votes_required"
+    default_detail = "This tool's rule wants several reviewers: decide its requests instead."
+    template = (
+        "{tool_name!r} needs {approvals_required} reviewers' approvals:"
+        " decide its requests instead."
+    )
+
+
 class RuleNotFound(NotFound):
     code = "not_found"
     default_detail = "Approval rule not found."

@@ -408,15 +408,18 @@ class Backend(abc.ABC):
         by: Actor,
     ) -> Changed[Run]:
         """Approve or reject one call (appended when that side is a list) or, with
-        ``always``, every call; who, when and why kept per call. Event
-        ``approvals.changed``. Value: the run, with ``approvals``."""
+        ``always``, every call; who, when and why kept per call. An approval of a tool
+        under a rule: ``SelfApproval``, ``NotAReviewer`` or ``VotesRequired`` unless
+        the rule lets ``by`` decide alone. Event ``approvals.changed``. Value: the
+        run, with ``approvals``."""
 
     @abc.abstractmethod
     def rebuild_approvals(
         self, run_id: str, records: Records, reach: Reach | None, by: Actor
     ) -> Changed[Run]:
-        """Replace every approval record of the run with ``records`` (checked). Event
-        ``approvals.rebuilt``. Value: the run, with ``approvals``."""
+        """Replace every approval record of the run with ``records`` (checked); an
+        approval they add of a tool under a rule is refused as ``record_decision``
+        refuses it. Event ``approvals.rebuilt``. Value: the run, with ``approvals``."""
 
     @abc.abstractmethod
     def request_approval(
@@ -536,8 +539,10 @@ class Backend(abc.ABC):
     ) -> Changed[ApprovalPolicy]:
         """A new policy for the runs of ``user`` (an id, or a username looked up in the
         operation: ``UnknownOwner`` on field ``user``; ``None``: every user's), created
-        by ``by.user_id``. Event ``policy.created``. Value: the policy, with
-        ``user_name`` and ``created_by_name`` (usernames, or ``None``)."""
+        by ``by.user_id``, who must have the right of the tool's rule to decide alone
+        (as ``record_decision``; the policy's user is the run's creator). Event
+        ``policy.created``. Value: the policy, with ``user_name`` and
+        ``created_by_name`` (usernames, or ``None``)."""
 
     @abc.abstractmethod
     def revoke_policy(self, policy_id: int, by: Actor) -> Changed[ApprovalPolicy]:

@@ -362,6 +362,13 @@ def create_policy(
     ``None``: until revoked). ``by`` created it. Returns the policy, with
     ``user_name`` and ``created_by_name``. An unknown username is ``UnknownOwner`` on
     field ``user``.
+
+    For a tool under an approval rule, ``by`` must be one of its reviewers
+    (``NotAReviewer``), an approve policy needs a rule that wants one approval
+    (``VotesRequired``), and a policy for ``by``'s own runs one that allows
+    self-approval (``SelfApproval``). Filing, a policy decides only what the rule
+    as it stands lets it: no approval once the rule wants several, nothing in its
+    own maker's runs where self-approval is refused.
     """
     check_key(tool_name, "tool_name")
     if decision not in DECISIONS:

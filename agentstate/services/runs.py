@@ -292,7 +292,11 @@ def approve(
     reach: Reach | None = None,
 ) -> Records:
     """Approve one call (appended when ``approved`` is a list) or, ``always``, every
-    call: ``{"approved": true, "rejected": []}``. Returns the run's records map."""
+    call: ``{"approved": true, "rejected": []}``. Returns the run's records map.
+
+    A tool under an approval rule is approved so only by whom the rule lets decide
+    alone: ``SelfApproval`` (the run's creator, unless allowed), ``NotAReviewer``,
+    ``VotesRequired`` (the rule wants several approvals)."""
     return _decide(run, tool_name, call_id, True, always, by, reason, reach)
 
 
@@ -359,7 +363,9 @@ def rebuild_approvals(
     run: RunRef, value: Any, *, by: By = None, reach: Reach | None = None
 ) -> Records:
     """Replace every approval record of the run with ``value`` (validated first):
-    all replaced or, refused, none touched. Returns the run's records map."""
+    all replaced or, refused, none touched. Returns the run's records map. An
+    approval the records did not hold, of a tool under a rule, is refused as
+    ``approve`` refuses it."""
     checked = check_records(value)
     changed = backend().rebuild_approvals(run_id_of(run), checked, reach, acting(by))
     events.announce(changed.events, Run, changed.value)

@@ -26,6 +26,7 @@ from agentstate.exceptions import (
     RuleExists,
     RuleNotFound,
     SelfApproval,
+    VotesRequired,
 )
 from agentstate.models import ApprovalRequest, ApprovalRule, Event, Run
 from agentstate.models.choices import OnDeadline
@@ -123,6 +124,40 @@ class OversightOperations(Operations):
         if escalated and self._in_group(user_id, request.escalate_to_id):
             return
         raise NotAReviewer.of(tool_name=request.tool_name)
+
+    # Standing decisions (policies, and approvals written into a run's records) under a
+    # rule, as ``agentstate_check_standing`` and ``agentstate_policy_stands`` say.
+
+    def _check_standing(
+        self, tool_name: str, approve: bool, user_id: int | None, creator_id: int | None
+    ) -> None:
+        """Refuse a standing decision of ``tool_name`` by ``user_id`` (of the runs of
+        ``creator_id``) that the tool's rule does not let that user make alone:
+        ``SelfApproval``, ``NotAReviewer`` (escalation is a request's, and a standing
+        decision has none), or ``VotesRequired`` for an approval the rule wants from
+        several reviewers."""
+        rule = self.rows(ApprovalRule).filter(tool_name=tool_name).first()
+        if rule is None:
+            return
+        if not rule.allow_self_approval and user_id is not None and user_id == creator_id:
+            raise SelfApproval.of()
+        if rule.reviewers_id is not None and not self._in_group(user_id, rule.reviewers_id):
+            raise NotAReviewer.of(tool_name=tool_name)
+        if approve and rule.approvals_required > 1:
+            raise VotesRequired.of(tool_name=tool_name, approvals_required=rule.approvals_required)
+
+    def _policy_stands(
+        self, rule: ApprovalRule | None, approve: bool, by_id: Any, run: Run
+    ) -> bool:
+        """Whether a policy (its decision, its creator's id) decides a call of ``run``
+        under the tool's ``rule`` as it stands: not an approval the rule wants from
+        several reviewers, nor one by the run's own creator where the rule refuses
+        self-approval."""
+        if rule is None:
+            return True
+        if approve and rule.approvals_required > 1:
+            return False
+        return rule.allow_self_approval or by_id is None or by_id != run.created_by_id
 
     # Using an approval once.
 

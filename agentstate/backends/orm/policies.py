@@ -18,21 +18,22 @@ from agentstate.backends import events
 from agentstate.backends.base import Changed
 from agentstate.backends.events import json_time
 from agentstate.exceptions import AlreadyRevoked, PolicyNotFound, UnknownOwner
-from agentstate.models import ApprovalPolicy, Run
+from agentstate.models import ApprovalPolicy, ApprovalRule, Run
 from agentstate.policies import active, matches
 from agentstate.types import Actor, Owner
 
-from .operations import Operations
+from .oversight import OversightOperations
 
 Decision = ApprovalPolicy.Decision
 
 
-class PolicyOperations(Operations):
+class PolicyOperations(OversightOperations):
     def _deciding_policy(
         self, run: Run, tool_name: str, arguments: Any, *, lock: bool
     ) -> ApprovalPolicy | None:
         """The active policy that decides a call the run's records leave undecided: a
-        matching reject policy before an approve one, the oldest of each first."""
+        matching reject policy before an approve one, the oldest of each first, of
+        those the tool's rule lets decide it (``_policy_stands``)."""
         mine = Q(user__isnull=True)
         if run.created_by_id is not None:
             mine |= Q(user_id=run.created_by_id)
@@ -41,6 +42,15 @@ class PolicyOperations(Operations):
         if lock:
             candidates = candidates.select_for_update()
         found = [policy for policy in candidates if matches(policy.arguments, arguments)]
+        if found:
+            rule = self.rows(ApprovalRule).filter(tool_name=tool_name).first()
+            found = [
+                policy
+                for policy in found
+                if self._policy_stands(
+                    rule, policy.decision == Decision.APPROVE, policy.created_by_id, run
+                )
+            ]
         rejecting = [policy for policy in found if policy.decision == Decision.REJECT]
         chosen = rejecting or found
         return chosen[0] if chosen else None
@@ -92,10 +102,12 @@ class PolicyOperations(Operations):
         reason: str,
         by: Actor,
     ) -> Changed[ApprovalPolicy]:
+        user_id = self._policy_user_id(user)
+        self._check_standing(tool_name, approve, by.user_id, user_id)
         policy = self.rows(ApprovalPolicy).create(
             tool_name=tool_name,
             decision=Decision.APPROVE if approve else Decision.REJECT,
-            user_id=self._policy_user_id(user),
+            user_id=user_id,
             arguments=arguments,
             expires_at=expires_at,
             reason=reason,

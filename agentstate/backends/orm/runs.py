@@ -52,7 +52,7 @@ from agentstate.records import (
 from agentstate.types import ARGUMENTS_CHANGED, Actor, Reach, Records, Verdict, arguments_digest
 
 from .budgets import COUNTERS, refuse_past_caps, roll_over, with_period_bounds
-from .oversight import OversightOperations, request_event
+from .oversight import request_event
 from .policies import PolicyOperations
 
 # The largest total a usage column holds (a 64-bit integer).
@@ -60,7 +60,7 @@ MAX_TOTAL = 2**63 - 1
 Status = ApprovalRequest.Status
 
 
-class RunOperations(OversightOperations, PolicyOperations):
+class RunOperations(PolicyOperations):
     def _run(self, run_id: str, reach: Reach | None, *, lock: bool = False) -> Run:
         runs = self.rows(Run).filter(run_id=run_id)
         if reach is not None:
@@ -273,6 +273,8 @@ class RunOperations(OversightOperations, PolicyOperations):
         by: Actor,
     ) -> Changed[Run]:
         run = self._run(run_id, reach, lock=True)
+        if approve:
+            self._check_standing(tool_name, True, by.user_id, run.created_by_id)
         event = self._write_decision(run, tool_name, call_id, approve, always, reason, by)
         events.save(self.alias, [event])
         return Changed(self._with_records(run), [event])
@@ -341,6 +343,10 @@ class RunOperations(OversightOperations, PolicyOperations):
         self, run_id: str, records: Records, reach: Reach | None, by: Actor
     ) -> Changed[Run]:
         run = self._run(run_id, reach, lock=True)
+        held = self._records(run)
+        for tool_name in sorted(records):
+            if _adds_approvals(records[tool_name], held.get(tool_name)):
+                self._check_standing(tool_name, True, by.user_id, run.created_by_id)
         self.rows(ApprovalRecord).filter(run=run).delete()
         self.rows(ApprovalRecord).bulk_create(
             ApprovalRecord(
@@ -643,6 +649,19 @@ class RunOperations(OversightOperations, PolicyOperations):
             approvals_required=request.approvals_required,
         )
         return event, approvals
+
+
+def _adds_approvals(
+    rebuilt: Mapping[str, bool | list[str]], held: Mapping[str, bool | list[str]] | None
+) -> bool:
+    """Whether a tool's rebuilt record approves what its record held does not: for
+    good where it was not approved for good, or a call it did not approve."""
+    approved = rebuilt["approved"]
+    if approved is True:
+        return held is None or held.get("approved") is not True
+    if isinstance(approved, list):
+        return any(decide_from(held, call_id) is not True for call_id in approved)
+    return False
 
 
 def _flag(side: bool | list[str]) -> bool | None:

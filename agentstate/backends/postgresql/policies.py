@@ -6,7 +6,7 @@ from typing import Any
 
 from agentstate.backends.base import Changed
 from agentstate.backends.events import from_json as events_from_json
-from agentstate.db import Json, from_json
+from agentstate.db import Json, from_json, group_membership
 from agentstate.models import ApprovalPolicy
 from agentstate.types import Actor, Owner
 
@@ -41,6 +41,7 @@ class PolicyOperations:
                 p_reason=reason,
                 p_by=by.user_id,
                 p_actor=by.name,
+                p_membership=group_membership(),
             )
         )
 

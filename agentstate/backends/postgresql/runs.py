@@ -203,6 +203,7 @@ class RunOperations:
             p_reach=_creator(reach),
             p_user=by.user_id,
             p_actor=by.name,
+            p_membership=group_membership(),
         )
         return Changed(self._run(result), events_from_json(result["events"], self.alias))
 
@@ -216,6 +217,7 @@ class RunOperations:
             p_reach=_creator(reach),
             p_user=by.user_id,
             p_actor=by.name,
+            p_membership=group_membership(),
         )
         return Changed(self._run(result), events_from_json(result["events"], self.alias))
 

@@ -303,30 +303,55 @@ BEGIN
             'reason', p_reason));
 END $$;
 
+-- An approval of a tool under a rule is written only by whom the rule lets
+-- decide alone (agentstate_check_standing); a rejection by anyone who may
+-- change the run.
 CREATE FUNCTION agentstate_record_decision(
     p_run_id text, p_tool text, p_call text, p_approve boolean, p_always boolean, p_reason text,
-    p_reach bigint, p_user bigint, p_actor text
+    p_reach bigint, p_user bigint, p_actor text, p_membership text[]
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
-    changed jsonb := agentstate_write_decision(
-        rn, p_tool, p_call, p_approve, p_always, p_reason, p_user, p_actor);
+    changed jsonb;
 BEGIN
+    IF p_approve THEN
+        PERFORM agentstate_check_standing(p_tool, true, p_user, rn.created_by_id, p_membership);
+    END IF;
+    changed := agentstate_write_decision(
+        rn, p_tool, p_call, p_approve, p_always, p_reason, p_user, p_actor);
     RETURN agentstate_run_state(rn) || jsonb_build_object('events', jsonb_build_array(changed));
 END $$;
 
--- p_records: a checked map in the SDK's form, every side given.
+-- p_records: a checked map in the SDK's form, every side given. An approval the
+-- run's records do not hold yet, of a tool under a rule, is written as
+-- agentstate_record_decision writes one; those they hold are kept by anyone.
 CREATE FUNCTION agentstate_rebuild_approvals(
-    p_run_id text, p_records jsonb, p_reach bigint, p_user bigint, p_actor text
+    p_run_id text, p_records jsonb, p_reach bigint, p_user bigint, p_actor text,
+    p_membership text[]
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    added text;
     rebuilt jsonb;
 BEGIN
+    FOR added IN
+        SELECT tool.key FROM jsonb_each(p_records) AS tool
+        WHERE EXISTS (SELECT FROM agentstate_approvalrule r WHERE r.tool_name = tool.key)
+          AND CASE WHEN tool.value -> 'approved' = 'true' THEN NOT EXISTS (
+                       SELECT FROM agentstate_approvalrecord r
+                       WHERE r.run_id = rn.id AND r.tool_name = tool.key AND r.approved_always)
+                   WHEN jsonb_typeof(tool.value -> 'approved') = 'array' THEN EXISTS (
+                       SELECT FROM jsonb_array_elements_text(tool.value -> 'approved') AS c (id)
+                       WHERE agentstate_decision(rn.id, tool.key, c.id) IS NOT TRUE)
+                   ELSE false END
+        ORDER BY tool.key
+    LOOP
+        PERFORM agentstate_check_standing(added, true, p_user, rn.created_by_id, p_membership);
+    END LOOP;
     DELETE FROM agentstate_approvalcall c USING agentstate_approvalrecord r
     WHERE c.record_id = r.id AND r.run_id = rn.id;
     DELETE FROM agentstate_approvalrecord WHERE run_id = rn.id;
@@ -381,6 +406,33 @@ BEGIN
                    p_membership[1], p_membership[2], p_membership[3])
         INTO member USING p_user, p_group;
     RETURN member;
+END $$;
+
+-- Whether p_user may make a standing decision of p_tool (a policy, or an approval
+-- written into the records of a run p_creator created): refused unless the tool has
+-- no rule or its rule lets p_user decide alone, as agentstate_decide refuses: SelfApproval for the run's creator (p_creator: the policy's user)
+-- unless the rule allows it; NotAReviewer outside its reviewers (escalation is a
+-- request's, and a standing decision has none); VotesRequired for an approval
+-- where the rule wants more than one reviewer.
+CREATE FUNCTION agentstate_check_standing(
+    p_tool text, p_approve boolean, p_user bigint, p_creator bigint, p_membership text[]
+) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    rl agentstate_approvalrule;
+BEGIN
+    SELECT * INTO rl FROM agentstate_approvalrule WHERE tool_name = p_tool;
+    IF NOT FOUND THEN
+        RETURN;
+    ELSIF NOT rl.allow_self_approval AND p_user IS NOT NULL AND p_user = p_creator THEN
+        PERFORM agentstate_refuse('SelfApproval', '{}');
+    ELSIF rl.reviewers_id IS NOT NULL
+          AND NOT agentstate_in_group(p_user, rl.reviewers_id, p_membership) THEN
+        PERFORM agentstate_refuse('NotAReviewer', jsonb_build_object('tool_name', p_tool));
+    ELSIF p_approve AND rl.approvals_required > 1 THEN
+        PERFORM agentstate_refuse('VotesRequired', jsonb_build_object(
+            'tool_name', p_tool, 'approvals_required', rl.approvals_required));
+    END IF;
 END $$;
 
 -- The run's request for p_call, filed now unless one exists (answered as it

@@ -31,6 +31,22 @@ LANGUAGE sql IMMUTABLE AS $$
     END, false)
 $$;
 
+-- Whether policy p_policy (its decision p_approve, made by p_by) decides a call of
+-- p_tool in a run p_creator created under the tool's rule as it stands now: not
+-- an approval where the rule wants more than one reviewer, nor a policy made by
+-- the run's own creator where the rule refuses self-approval. (Its creator's
+-- right was checked when it was made: agentstate_check_standing.)
+CREATE FUNCTION agentstate_policy_stands(
+    p_tool text, p_approve boolean, p_by bigint, p_creator bigint
+) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT NOT EXISTS (
+        SELECT FROM agentstate_approvalrule r
+        WHERE r.tool_name = p_tool
+          AND ((p_approve AND r.approvals_required > 1)
+               OR (NOT r.allow_self_approval AND p_by = p_creator)))
+$$;
+
 -- What an active policy decides of a call in p_run the records leave undecided:
 -- true, false (a matching reject policy wins), or NULL. Not locked: an answer.
 -- PL/pgSQL, so that its statement's plan is kept (30_runs.sql).
@@ -44,6 +60,8 @@ BEGIN
           AND (p.expires_at IS NULL OR p.expires_at > statement_timestamp())
           AND (p.user_id IS NULL OR p.user_id = p_run.created_by_id)
           AND (p.arguments IS NULL OR agentstate_json_contains(p_arguments, p.arguments))
+          AND agentstate_policy_stands(p_tool, p.decision = 'approve', p.created_by_id,
+                                       p_run.created_by_id)
         ORDER BY p.decision = 'reject' DESC, p.id LIMIT 1);
 END $$;
 
@@ -65,6 +83,8 @@ BEGIN
       AND (p.expires_at IS NULL OR p.expires_at > statement_timestamp())
       AND (p.user_id IS NULL OR p.user_id = p_run.created_by_id)
       AND (p.arguments IS NULL OR agentstate_json_contains(p_arguments, p.arguments))
+      AND agentstate_policy_stands(p_tool, p.decision = 'approve', p.created_by_id,
+                                   p_run.created_by_id)
     ORDER BY p.decision = 'reject' DESC, p.id LIMIT 1
     FOR SHARE OF p;
 END $$;
@@ -79,9 +99,12 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- p_user_id or, given instead, p_username (looked up: UnknownOwner on field user).
+-- Under the tool's rule, made only by whom it lets decide alone, for the runs of
+-- that user (agentstate_check_standing: p_by is the run's creator when it is
+-- the policy's user).
 CREATE FUNCTION agentstate_create_policy(
     p_tool text, p_approve boolean, p_user_id bigint, p_username text, p_arguments jsonb,
-    p_expires_at timestamptz, p_reason text, p_by bigint, p_actor text
+    p_expires_at timestamptz, p_reason text, p_by bigint, p_actor text, p_membership text[]
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
@@ -97,6 +120,7 @@ BEGIN
                 jsonb_build_object('username', p_username, 'field', 'user'));
         END IF;
     END IF;
+    PERFORM agentstate_check_standing(p_tool, p_approve, p_by, for_user, p_membership);
     INSERT INTO agentstate_approvalpolicy
         (tool_name, user_id, arguments, decision, expires_at, reason, created_by_id, created_at)
     VALUES (p_tool, for_user, p_arguments, CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,

@@ -1,0 +1,210 @@
+-- 0027: a standing decision of a tool under an approval rule takes the rule's right.
+-- An approval written into a run's records, and a policy, are made only by whom the
+-- rule lets decide alone (agentstate_check_standing); a policy decides no call the
+-- rule keeps from it (agentstate_policy_stands): an approval where the rule wants
+-- several reviewers, or a policy of the run's own creator where the rule refuses
+-- self-approval.
+
+DROP FUNCTION agentstate_record_decision(text, text, text, boolean, boolean, text, bigint, bigint, text);
+
+DROP FUNCTION agentstate_rebuild_approvals(text, jsonb, bigint, bigint, text);
+
+DROP FUNCTION agentstate_create_policy(text, boolean, bigint, text, jsonb, timestamptz, text, bigint, text);
+
+-- Whether p_user may make a standing decision of p_tool (a policy, or an approval
+-- written into the records of a run p_creator created): refused unless the tool has
+-- no rule or its rule lets p_user decide alone, as agentstate_decide refuses: SelfApproval for the run's creator (p_creator: the policy's user)
+-- unless the rule allows it; NotAReviewer outside its reviewers (escalation is a
+-- request's, and a standing decision has none); VotesRequired for an approval
+-- where the rule wants more than one reviewer.
+CREATE FUNCTION agentstate_check_standing(
+    p_tool text, p_approve boolean, p_user bigint, p_creator bigint, p_membership text[]
+) RETURNS void
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    rl agentstate_approvalrule;
+BEGIN
+    SELECT * INTO rl FROM agentstate_approvalrule WHERE tool_name = p_tool;
+    IF NOT FOUND THEN
+        RETURN;
+    ELSIF NOT rl.allow_self_approval AND p_user IS NOT NULL AND p_user = p_creator THEN
+        PERFORM agentstate_refuse('SelfApproval', '{}');
+    ELSIF rl.reviewers_id IS NOT NULL
+          AND NOT agentstate_in_group(p_user, rl.reviewers_id, p_membership) THEN
+        PERFORM agentstate_refuse('NotAReviewer', jsonb_build_object('tool_name', p_tool));
+    ELSIF p_approve AND rl.approvals_required > 1 THEN
+        PERFORM agentstate_refuse('VotesRequired', jsonb_build_object(
+            'tool_name', p_tool, 'approvals_required', rl.approvals_required));
+    END IF;
+END $$;
+
+-- Whether policy p_policy (its decision p_approve, made by p_by) decides a call of
+-- p_tool in a run p_creator created under the tool's rule as it stands now: not
+-- an approval where the rule wants more than one reviewer, nor a policy made by
+-- the run's own creator where the rule refuses self-approval. (Its creator's
+-- right was checked when it was made: agentstate_check_standing.)
+CREATE FUNCTION agentstate_policy_stands(
+    p_tool text, p_approve boolean, p_by bigint, p_creator bigint
+) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT NOT EXISTS (
+        SELECT FROM agentstate_approvalrule r
+        WHERE r.tool_name = p_tool
+          AND ((p_approve AND r.approvals_required > 1)
+               OR (NOT r.allow_self_approval AND p_by = p_creator)))
+$$;
+
+-- What an active policy decides of a call in p_run the records leave undecided:
+-- true, false (a matching reject policy wins), or NULL. Not locked: an answer.
+-- PL/pgSQL, so that its statement's plan is kept (30_runs.sql).
+CREATE OR REPLACE FUNCTION agentstate_policy_decision(p_run agentstate_run, p_tool text, p_arguments jsonb)
+RETURNS boolean
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (
+        SELECT p.decision = 'approve' FROM agentstate_approvalpolicy p
+        WHERE p.tool_name = p_tool AND p.revoked_at IS NULL
+          AND (p.expires_at IS NULL OR p.expires_at > statement_timestamp())
+          AND (p.user_id IS NULL OR p.user_id = p_run.created_by_id)
+          AND (p.arguments IS NULL OR agentstate_json_contains(p_arguments, p.arguments))
+          AND agentstate_policy_stands(p_tool, p.decision = 'approve', p.created_by_id,
+                                       p_run.created_by_id)
+        ORDER BY p.decision = 'reject' DESC, p.id LIMIT 1);
+END $$;
+
+-- The active policy that decides such a call, its row locked FOR SHARE until the
+-- caller commits: its id, whether it approves, its reason; all NULL when none
+-- does. The rows are locked in the order chosen, one by one: a row a concurrent
+-- revocation changed is checked again when that commits and, revoked, passed
+-- over for the next. (No policy row type in a signature: the migrations that
+-- install these functions before the policy table exists must accept them.)
+CREATE OR REPLACE FUNCTION agentstate_deciding_policy(
+    p_run agentstate_run, p_tool text, p_arguments jsonb,
+    OUT policy_id bigint, OUT approve boolean, OUT reason text
+)
+LANGUAGE plpgsql AS $$
+BEGIN
+    SELECT p.id, p.decision = 'approve', p.reason INTO policy_id, approve, reason
+    FROM agentstate_approvalpolicy p
+    WHERE p.tool_name = p_tool AND p.revoked_at IS NULL
+      AND (p.expires_at IS NULL OR p.expires_at > statement_timestamp())
+      AND (p.user_id IS NULL OR p.user_id = p_run.created_by_id)
+      AND (p.arguments IS NULL OR agentstate_json_contains(p_arguments, p.arguments))
+      AND agentstate_policy_stands(p_tool, p.decision = 'approve', p.created_by_id,
+                                   p_run.created_by_id)
+    ORDER BY p.decision = 'reject' DESC, p.id LIMIT 1
+    FOR SHARE OF p;
+END $$;
+
+-- An approval of a tool under a rule is written only by whom the rule lets
+-- decide alone (agentstate_check_standing); a rejection by anyone who may
+-- change the run.
+CREATE FUNCTION agentstate_record_decision(
+    p_run_id text, p_tool text, p_call text, p_approve boolean, p_always boolean, p_reason text,
+    p_reach bigint, p_user bigint, p_actor text, p_membership text[]
+) RETURNS jsonb
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
+DECLARE
+    rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    changed jsonb;
+BEGIN
+    IF p_approve THEN
+        PERFORM agentstate_check_standing(p_tool, true, p_user, rn.created_by_id, p_membership);
+    END IF;
+    changed := agentstate_write_decision(
+        rn, p_tool, p_call, p_approve, p_always, p_reason, p_user, p_actor);
+    RETURN agentstate_run_state(rn) || jsonb_build_object('events', jsonb_build_array(changed));
+END $$;
+
+-- p_records: a checked map in the SDK's form, every side given. An approval the
+-- run's records do not hold yet, of a tool under a rule, is written as
+-- agentstate_record_decision writes one; those they hold are kept by anyone.
+CREATE FUNCTION agentstate_rebuild_approvals(
+    p_run_id text, p_records jsonb, p_reach bigint, p_user bigint, p_actor text,
+    p_membership text[]
+) RETURNS jsonb
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
+DECLARE
+    rn agentstate_run := agentstate_locked_run(p_run_id, p_reach);
+    added text;
+    rebuilt jsonb;
+BEGIN
+    FOR added IN
+        SELECT tool.key FROM jsonb_each(p_records) AS tool
+        WHERE EXISTS (SELECT FROM agentstate_approvalrule r WHERE r.tool_name = tool.key)
+          AND CASE WHEN tool.value -> 'approved' = 'true' THEN NOT EXISTS (
+                       SELECT FROM agentstate_approvalrecord r
+                       WHERE r.run_id = rn.id AND r.tool_name = tool.key AND r.approved_always)
+                   WHEN jsonb_typeof(tool.value -> 'approved') = 'array' THEN EXISTS (
+                       SELECT FROM jsonb_array_elements_text(tool.value -> 'approved') AS c (id)
+                       WHERE agentstate_decision(rn.id, tool.key, c.id) IS NOT TRUE)
+                   ELSE false END
+        ORDER BY tool.key
+    LOOP
+        PERFORM agentstate_check_standing(added, true, p_user, rn.created_by_id, p_membership);
+    END LOOP;
+    DELETE FROM agentstate_approvalcall c USING agentstate_approvalrecord r
+    WHERE c.record_id = r.id AND r.run_id = rn.id;
+    DELETE FROM agentstate_approvalrecord WHERE run_id = rn.id;
+    INSERT INTO agentstate_approvalrecord
+        (run_id, tool_name, approved_always, rejected_always, updated_at, updated_by_id)
+    SELECT rn.id, tool.key,
+           CASE WHEN jsonb_typeof(tool.value -> 'approved') = 'boolean'
+                THEN (tool.value -> 'approved')::boolean END,
+           CASE WHEN jsonb_typeof(tool.value -> 'rejected') = 'boolean'
+                THEN (tool.value -> 'rejected')::boolean END,
+           statement_timestamp(), p_user
+    FROM jsonb_each(p_records) AS tool;
+    INSERT INTO agentstate_approvalcall
+        (record_id, call_id, decision, decided_by_id, reason, created_at)
+    SELECT r.id, listed.call_id, side.verdict, p_user, '', statement_timestamp()
+    FROM jsonb_each(p_records) AS tool
+    JOIN agentstate_approvalrecord r ON r.run_id = rn.id AND r.tool_name = tool.key
+    CROSS JOIN (VALUES (1, 'approved', 'approve'), (2, 'rejected', 'reject'))
+        AS side (n, name, verdict)
+    CROSS JOIN LATERAL jsonb_array_elements_text(
+        CASE WHEN jsonb_typeof(tool.value -> side.name) = 'array'
+             THEN tool.value -> side.name ELSE '[]' END) WITH ORDINALITY AS listed (call_id, i)
+    ORDER BY tool.key, side.n, listed.i;
+    rebuilt := agentstate_record('approvals.rebuilt', 'run', rn.run_id, p_user, p_actor,
+        rn.created_by_id, '', jsonb_build_object('tools', (SELECT count(*) FROM jsonb_object_keys(p_records))));
+    RETURN agentstate_run_state(rn) || jsonb_build_object('events', jsonb_build_array(rebuilt));
+END $$;
+
+-- p_user_id or, given instead, p_username (looked up: UnknownOwner on field user).
+-- Under the tool's rule, made only by whom it lets decide alone, for the runs of
+-- that user (agentstate_check_standing: p_by is the run's creator when it is
+-- the policy's user).
+CREATE FUNCTION agentstate_create_policy(
+    p_tool text, p_approve boolean, p_user_id bigint, p_username text, p_arguments jsonb,
+    p_expires_at timestamptz, p_reason text, p_by bigint, p_actor text, p_membership text[]
+) RETURNS jsonb
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
+DECLARE
+    for_user bigint := p_user_id;
+    made agentstate_approvalpolicy;
+    created jsonb;
+BEGIN
+    IF p_username IS NOT NULL THEN
+        for_user := agentstate_user_id(p_username);
+        IF for_user IS NULL THEN
+            RETURN agentstate_refuse('UnknownOwner',
+                jsonb_build_object('username', p_username, 'field', 'user'));
+        END IF;
+    END IF;
+    PERFORM agentstate_check_standing(p_tool, p_approve, p_by, for_user, p_membership);
+    INSERT INTO agentstate_approvalpolicy
+        (tool_name, user_id, arguments, decision, expires_at, reason, created_by_id, created_at)
+    VALUES (p_tool, for_user, p_arguments, CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
+            p_expires_at, p_reason, p_by, statement_timestamp())
+    RETURNING * INTO made;
+    created := agentstate_record('policy.created', 'approvalpolicy', made.id::text, p_by, p_actor,
+        made.created_by_id, '', jsonb_build_object(
+            'tool_name', made.tool_name, 'decision', made.decision, 'user_id', made.user_id,
+            'arguments', made.arguments, 'expires_at', made.expires_at, 'reason', made.reason));
+    RETURN jsonb_build_object('policy', agentstate_policy_state(to_jsonb(made)),
+        'events', jsonb_build_array(created));
+END $$;
