@@ -231,12 +231,16 @@ def test_resolve_only_from_claimed():
     assert kinds() == ["pause.created", "pause.claimed", "pause.resolved"]
 
 
-def test_resolve_of_an_expired_pause_is_not_claimed():
+@pytest.mark.parametrize("swept", [True, False])
+def test_resolve_of_an_expired_pause_is_not_claimed_and_says_expired(swept):
     pauses.put("chat", "call", "alice", None)
     overdue()
-    sweep()
-    with pytest.raises(NotClaimed):
+    if swept:
+        sweep()
+    with pytest.raises(NotClaimed) as refused:
         pauses.resolve("chat", "call")
+    assert refused.value.detail == "The pause is expired, not claimed."
+    assert status() == ("expired" if swept else "pending")
 
 
 def test_cancel_removes_a_pending_pause():

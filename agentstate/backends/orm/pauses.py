@@ -173,7 +173,11 @@ class PauseOperations(Operations):
     ) -> Changed[PausedRun]:
         pause = self._reached_pause(chat_id, tool_call_id, reach)
         if pause.status != Status.CLAIMED:
-            raise NotClaimed.of(status=pause.status)
+            status = pause.status
+            past = self.rows(PausedRun).filter(pk=pause.pk, expires_at__lte=Now())
+            if status == Status.PENDING and past.exists():  # expired, swept or not
+                status = Status.EXPIRED
+            raise NotClaimed.of(status=status)
         self.rows(PausedRun).filter(pk=pause.pk).update(status=Status.RESOLVED, resolved_at=Now())
         pause.refresh_from_db(using=self.alias, fields=["status", "resolved_at"])
         return Changed(pause, [self._pause_event("pause.resolved", pause, by)])

@@ -149,8 +149,10 @@ DECLARE
     pause agentstate_pausedrun := agentstate_reached_pause(
         p_chat, p_call, p_reach_user, p_reach_name);
 BEGIN
-    IF pause.status <> 'claimed' THEN
-        RETURN agentstate_refuse('NotClaimed', jsonb_build_object('status', pause.status));
+    IF pause.status <> 'claimed' THEN  -- a pending pause past its expiry is expired
+        RETURN agentstate_refuse('NotClaimed', jsonb_build_object('status',
+            CASE WHEN pause.status = 'pending' AND pause.expires_at <= now() THEN 'expired'
+                 ELSE pause.status END));
     END IF;
     UPDATE agentstate_pausedrun SET status = 'resolved', resolved_at = now()
     WHERE id = pause.id
