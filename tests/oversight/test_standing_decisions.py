@@ -166,3 +166,23 @@ def test_rest_answers_the_rules_refusals_and_writes_nothing(
     assert "needs 2 reviewers' approvals" in policy.json()["detail"]
     assert runs.records(run) == {}
     assert not ApprovalPolicy.objects.exists()
+
+
+def test_always_is_refused_on_a_vote_where_the_rule_wants_several(
+    run, alice, reviewer, payments_team
+):
+    oversight.create_rule("pay", reviewers=payments_team, approvals_required=2)
+    carol, dave = reviewer("carol"), reviewer("dave")
+    request = approvals.request_approval(run, "pay", "c1", by=alice)
+    approvals.decide(request, "approve", by=carol)
+    with pytest.raises(VotesRequired):
+        approvals.decide(request, "approve", True, by=dave)
+    assert approvals.approval_request(request.pk).status == "pending"
+    assert events_of("approval.voted") == 1
+    decided = approvals.decide(request, "approve", by=dave)
+    assert decided.status == "approved"
+    later = approvals.request_approval(run, "pay", "c2", by=alice)
+    assert later.status == "pending", "one vote's 'always' approved a later call"
+    # Rejecting for good needs one reviewer: one reject decides.
+    approvals.decide(later, "reject", True, by=carol)
+    assert approvals.request_approval(run, "pay", "c3", by=alice).status == "rejected"

@@ -27,6 +27,7 @@ from agentstate.exceptions import (
     RunExists,
     RunNotFound,
     UsageOverflow,
+    VotesRequired,
 )
 from agentstate.models import (
     ApprovalCall,
@@ -547,6 +548,11 @@ class RunOperations(PolicyOperations):
             raise ApprovalRequestExpired.of()
         if locked.status != Status.PENDING:
             raise AlreadyDecided.of(status=locked.status, decided_by_id=locked.decided_by_id)
+        if approve and always and locked.approvals_required > 1:
+            # "Always" would approve the tool's later calls on one vote.
+            raise VotesRequired.of(
+                tool_name=locked.tool_name, approvals_required=locked.approvals_required
+            )
         edited = arguments is not None and not json_equal(arguments, locked.arguments)
         digest = locked.arguments_digest if arguments is None else arguments_digest(arguments)
         saved: list[Event] = []

@@ -613,6 +613,11 @@ BEGIN
         RETURN agentstate_refuse('AlreadyDecided', jsonb_build_object(
             'status', req.status, 'decided_by_id', req.decided_by_id));
     END IF;
+    IF p_approve AND p_always AND req.approvals_required > 1 THEN
+        -- "Always" would approve the tool's later calls on one vote.
+        RETURN agentstate_refuse('VotesRequired', jsonb_build_object(
+            'tool_name', req.tool_name, 'approvals_required', req.approvals_required));
+    END IF;
     IF p_arguments IS DISTINCT FROM req.arguments THEN
         edited := p_arguments;
     END IF;
