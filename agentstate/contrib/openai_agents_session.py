@@ -59,21 +59,28 @@ class AgentStateSession:
         *,
         owner: context.Owner = None,
         scope: str = SESSION_SCOPE,
-        session_settings: SessionSettings | None = None,
+        session_settings: SessionSettings | dict[str, Any] | None = None,
         actor: str = "",
     ) -> None:
         self.session_id = check_key(session_id, "session_id")
         self.scope = check_key(scope, "scope")
         self.owner = owner
         self.actor = actor
+        if isinstance(session_settings, dict):  # as the SDK's own sessions take one
+            from agents.memory.session_settings import coerce_session_settings
+
+            session_settings = coerce_session_settings(session_settings)
         self.session_settings = session_settings
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items in order; with ``limit`` (else the settings' limit) only
-        the last ``limit`` of them (none when below 1)."""
+        the last ``limit`` of them: none for 0, and all of them for a negative limit,
+        as the SDK's ``SQLiteSession`` answers."""
         last = limit if limit is not None else getattr(self.session_settings, "limit", None)
-        if last is not None and last < 1:
+        if last == 0:
             return []
+        if last is not None and last < 0:
+            last = None
         items: list[TResponseInputItem] = await sync_to_async(self._get_items)(last)
         return items
 

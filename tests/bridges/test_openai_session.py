@@ -63,6 +63,8 @@ class TestProtocol:
         assert run(session.get_items, 2) == [message("b"), message("c", "assistant")]
         assert run(session.get_items, 10) == run(session.get_items)
         assert run(session.get_items, 0) == []
+        # A negative limit reads every item, as the SDK's SQLiteSession does.
+        assert run(session.get_items, -1) == run(session.get_items)
         assert run(session.pop_item) == message("c", "assistant")
         assert run(session.get_items) == [message("a"), message("b")]
         run(session.clear_session)
@@ -87,6 +89,10 @@ class TestProtocol:
         run(session.add_items, [message(str(i)) for i in range(5)])
         assert texts(run(session.get_items)) == ["3", "4"]
         assert texts(run(session.get_items, 3)) == ["2", "3", "4"]
+        # A dict, as the SDK's own sessions take it.
+        given = AgentStateSession("chat-1", session_settings={"limit": 1})
+        assert isinstance(given.session_settings, SessionSettings)
+        assert texts(run(given.get_items)) == ["4"]
 
     def test_owners_and_session_ids_keep_apart(self, alice, bob):
         run(AgentStateSession("chat", owner=alice).add_items, [message("alice's")])
