@@ -147,7 +147,7 @@ class OversightOperations(Operations):
             raise VotesRequired.of(tool_name=tool_name, approvals_required=rule.approvals_required)
 
     def _policy_stands(
-        self, rule: ApprovalRule | None, approve: bool, by_id: Any, run: Run
+        self, rule: ApprovalRule | None, approve: bool, by_id: int | None, run: Run
     ) -> bool:
         """Whether a policy (its decision, its creator's id) decides a call of ``run``
         under the tool's ``rule`` as it stands: not an approval the rule wants from

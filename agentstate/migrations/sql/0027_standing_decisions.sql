@@ -12,12 +12,13 @@ DROP FUNCTION agentstate_rebuild_approvals(text, jsonb, bigint, bigint, text);
 
 DROP FUNCTION agentstate_create_policy(text, boolean, bigint, text, jsonb, timestamptz, text, bigint, text);
 
--- Whether p_user may make a standing decision of p_tool (a policy, or an approval
--- written into the records of a run p_creator created): refused unless the tool has
--- no rule or its rule lets p_user decide alone, as agentstate_decide refuses: SelfApproval for the run's creator (p_creator: the policy's user)
--- unless the rule allows it; NotAReviewer outside its reviewers (escalation is a
--- request's, and a standing decision has none); VotesRequired for an approval
--- where the rule wants more than one reviewer.
+-- Refuses a standing decision of p_tool by p_user (a policy for the runs of
+-- p_creator, or an approval written into the records of a run p_creator created)
+-- unless the tool has no rule or its rule lets p_user decide alone, in
+-- agentstate_decide's words: SelfApproval for the run's creator unless the rule
+-- allows it; NotAReviewer outside its reviewers (escalation is a request's, and
+-- a standing decision has none); VotesRequired for an approval where the rule
+-- wants more than one reviewer.
 CREATE FUNCTION agentstate_check_standing(
     p_tool text, p_approve boolean, p_user bigint, p_creator bigint, p_membership text[]
 ) RETURNS void
@@ -39,11 +40,11 @@ BEGIN
     END IF;
 END $$;
 
--- Whether policy p_policy (its decision p_approve, made by p_by) decides a call of
--- p_tool in a run p_creator created under the tool's rule as it stands now: not
+-- Whether a policy of p_tool (approving or not: p_approve; made by p_by) decides
+-- a call in a run p_creator created, under the tool's rule as it stands now: not
 -- an approval where the rule wants more than one reviewer, nor a policy made by
--- the run's own creator where the rule refuses self-approval. (Its creator's
--- right was checked when it was made: agentstate_check_standing.)
+-- the run's own creator where the rule refuses self-approval. (Its maker's right
+-- was checked when it was made: agentstate_check_standing.)
 CREATE FUNCTION agentstate_policy_stands(
     p_tool text, p_approve boolean, p_by bigint, p_creator bigint
 ) RETURNS boolean

@@ -408,12 +408,13 @@ BEGIN
     RETURN member;
 END $$;
 
--- Whether p_user may make a standing decision of p_tool (a policy, or an approval
--- written into the records of a run p_creator created): refused unless the tool has
--- no rule or its rule lets p_user decide alone, as agentstate_decide refuses: SelfApproval for the run's creator (p_creator: the policy's user)
--- unless the rule allows it; NotAReviewer outside its reviewers (escalation is a
--- request's, and a standing decision has none); VotesRequired for an approval
--- where the rule wants more than one reviewer.
+-- Refuses a standing decision of p_tool by p_user (a policy for the runs of
+-- p_creator, or an approval written into the records of a run p_creator created)
+-- unless the tool has no rule or its rule lets p_user decide alone, in
+-- agentstate_decide's words: SelfApproval for the run's creator unless the rule
+-- allows it; NotAReviewer outside its reviewers (escalation is a request's, and
+-- a standing decision has none); VotesRequired for an approval where the rule
+-- wants more than one reviewer.
 CREATE FUNCTION agentstate_check_standing(
     p_tool text, p_approve boolean, p_user bigint, p_creator bigint, p_membership text[]
 ) RETURNS void

@@ -31,11 +31,11 @@ LANGUAGE sql IMMUTABLE AS $$
     END, false)
 $$;
 
--- Whether policy p_policy (its decision p_approve, made by p_by) decides a call of
--- p_tool in a run p_creator created under the tool's rule as it stands now: not
+-- Whether a policy of p_tool (approving or not: p_approve; made by p_by) decides
+-- a call in a run p_creator created, under the tool's rule as it stands now: not
 -- an approval where the rule wants more than one reviewer, nor a policy made by
--- the run's own creator where the rule refuses self-approval. (Its creator's
--- right was checked when it was made: agentstate_check_standing.)
+-- the run's own creator where the rule refuses self-approval. (Its maker's right
+-- was checked when it was made: agentstate_check_standing.)
 CREATE FUNCTION agentstate_policy_stands(
     p_tool text, p_approve boolean, p_by bigint, p_creator bigint
 ) RETURNS boolean
