@@ -30,7 +30,12 @@ def test_only_a_reviewer_of_the_rule_gets_the_buttons(run, reviewer, make_user):
     outsider = make_user("outsider", "agentstate.decide_approvalrequest", is_staff=True)
     # a call id no random token of the page (its CSRF token) can hold by chance
     request = approvals.request_approval(run, "pay", "call-for-the-team", {"amount": 10})
-    assert b'id="approve-button"' in browser(carol).get(change_url(request)).content
+    page = browser(carol).get(change_url(request)).content.decode()
+    assert 'id="approve-button"' in page
+    # Two approvals wanted: no "always approve" policy is offered, and "always"
+    # is said to apply to a rejection only (an approve with it: votes_required).
+    assert 'id="approve-policy-button"' not in page
+    assert 'needs 2 approvals: "Always" applies to a rejection only' in page
     assert b'id="approve-button"' not in browser(outsider).get(change_url(request)).content
     listing = browser(outsider).get(
         reverse("admin:agentstate_approvalrequest_changelist") + "?yours=1"
