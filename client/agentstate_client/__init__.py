@@ -50,6 +50,7 @@ from .errors import (
     UserNotFound,
     VariableNotFound,
     VersionMismatch,
+    VotesRequired,
 )
 from .toolcontext import RemoteSharedState, RemoteToolContext
 
@@ -92,6 +93,7 @@ __all__ = [
     "ArgumentsChanged",
     "SelfApproval",
     "NotAReviewer",
+    "VotesRequired",
     "RuleExists",
     "RuleNotFound",
     "AlreadyRevoked",

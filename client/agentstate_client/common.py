@@ -53,6 +53,7 @@ _BY_CODE: dict[str, type[APIError]] = {
         errors.ArgumentsChanged,
         errors.SelfApproval,
         errors.NotAReviewer,
+        errors.VotesRequired,
         errors.RuleExists,
         errors.Expired,
         errors.BodyTooLarge,

@@ -189,6 +189,13 @@ class NotAReviewer(PermissionDenied):
     code = "not_a_reviewer"
 
 
+class VotesRequired(PermissionDenied):
+    """A standing approval (a records approval, a policy, an ``always``) where the
+    tool's approval rule wants more than one reviewer."""
+
+    code = "votes_required"
+
+
 class RuleNotFound(NotFound):
     """An approval rule not found (the code is the generic ``not_found``)."""
 
