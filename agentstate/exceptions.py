@@ -273,14 +273,16 @@ class ArgumentsChanged(Conflict):
 class SelfApproval(AgentStateError):
     status = 403
     code = "self_approval"
-    default_detail = "You may not decide the approval requests of a run you created."
+    default_detail = (
+        "You may not decide calls in a run you created: the tool's approval rule does not allow it."
+    )
 
 
 class NotAReviewer(AgentStateError):
     status = 403
     code = "not_a_reviewer"
     default_detail = "You are not a reviewer of this tool's approval requests."
-    template = "You are not a reviewer of {tool_name!r}'s approval requests."
+    template = "You are not among the reviewers of {tool_name!r}."
 
 
 class VotesRequired(AgentStateError):
@@ -289,10 +291,12 @@ class VotesRequired(AgentStateError):
 
     status = 403
     code = "votes_required"
-    default_detail = "This tool's rule wants several reviewers: decide its requests instead."
+    default_detail = (
+        "This tool needs several reviewers' approvals, so no one approves its calls alone."
+    )
     template = (
-        "{tool_name!r} needs {approvals_required} reviewers' approvals:"
-        " decide its requests instead."
+        "{tool_name!r} needs {approvals_required} reviewers' approvals, so no one approves"
+        " its calls alone: not in a run's records, by a policy, or with 'always'."
     )
 
 
