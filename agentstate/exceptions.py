@@ -283,6 +283,18 @@ class NotAReviewer(AgentStateError):
     code = "not_a_reviewer"
     default_detail = "You are not a reviewer of this tool's approval requests."
     template = "You are not among the reviewers of {tool_name!r}."
+    escalated = (
+        "You decide {tool_name!r}'s request by escalation only: approve it without"
+        " 'always', which would approve its later calls in the run too."
+    )
+
+    @classmethod
+    def of(cls, *, field: str | None = None, **facts: Any) -> "AgentStateError":
+        """As ``AgentStateError.of``; with ``escalated``, the words for an "always" by a
+        member of the escalation group alone."""
+        if facts.pop("escalated", False):
+            return cls(cls.escalated.format(**facts), field=field)
+        return super().of(field=field, **facts)
 
 
 class VotesRequired(AgentStateError):

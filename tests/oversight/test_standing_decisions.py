@@ -7,11 +7,15 @@ policy: either then decided the tool's requests as they were filed, past the
 rule's reviewers and its M of N.
 """
 
+from datetime import timedelta
+
 import pytest
 
 from agentstate.exceptions import NotAReviewer, SelfApproval, VotesRequired
 from agentstate.models import ApprovalPolicy, Event
 from agentstate.services import approvals, oversight, runs
+
+from .conftest import shift
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -186,3 +190,22 @@ def test_always_is_refused_on_a_vote_where_the_rule_wants_several(
     # Rejecting for good needs one reviewer: one reject decides.
     approvals.decide(later, "reject", True, by=carol)
     assert approvals.request_approval(run, "pay", "c3", by=alice).status == "rejected"
+
+
+def test_escalation_decides_the_request_not_the_tools_later_calls(
+    run, alice, reviewer, leads, payments_team
+):
+    lead = reviewer("lead", leads)
+    oversight.create_rule("pay", reviewers=payments_team, escalate_after=1800, escalate_to=leads)
+    request = approvals.request_approval(run, "pay", "c1", by=alice)
+    shift(request, escalate_at=-timedelta(seconds=1))
+    with pytest.raises(NotAReviewer) as refused:
+        approvals.decide(request, "approve", True, by=lead)
+    assert "by escalation only: approve it without 'always'" in refused.value.detail
+    assert approvals.approval_request(request.pk).status == "pending"
+    assert approvals.decide(request, "approve", by=lead).status == "approved"
+    assert approvals.request_approval(run, "pay", "c2", by=alice).status == "pending"
+    # A reviewer's own "always" stands (the rule wants one approval).
+    carol = reviewer("carol")
+    approvals.decide(approvals.request_approval(run, "pay", "c2"), "approve", True, by=carol)
+    assert approvals.request_approval(run, "pay", "c3", by=alice).status == "approved"

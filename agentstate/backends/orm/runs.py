@@ -24,6 +24,7 @@ from agentstate.exceptions import (
     AlreadyVoted,
     ApprovalRequestExpired,
     ApprovalRequestNotFound,
+    NotAReviewer,
     RunExists,
     RunNotFound,
     UsageOverflow,
@@ -553,6 +554,10 @@ class RunOperations(PolicyOperations):
             raise VotesRequired.of(
                 tool_name=locked.tool_name, approvals_required=locked.approvals_required
             )
+        if approve and always and locked.reviewers_id is not None:
+            # Escalation lets its group decide this request, not the tool's later calls.
+            if not self._in_group(by.user_id, locked.reviewers_id):
+                raise NotAReviewer.of(tool_name=locked.tool_name, escalated=True)
         edited = arguments is not None and not json_equal(arguments, locked.arguments)
         digest = locked.arguments_digest if arguments is None else arguments_digest(arguments)
         saved: list[Event] = []

@@ -619,6 +619,12 @@ BEGIN
         RETURN agentstate_refuse('VotesRequired', jsonb_build_object(
             'tool_name', req.tool_name, 'approvals_required', req.approvals_required));
     END IF;
+    IF p_approve AND p_always AND req.reviewers_id IS NOT NULL
+       AND NOT agentstate_in_group(p_user, req.reviewers_id, p_membership) THEN
+        -- Escalation lets its group decide this request, not the tool's later calls.
+        RETURN agentstate_refuse('NotAReviewer', jsonb_build_object(
+            'tool_name', req.tool_name, 'escalated', true));
+    END IF;
     IF p_arguments IS DISTINCT FROM req.arguments THEN
         edited := p_arguments;
     END IF;
