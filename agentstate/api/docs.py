@@ -46,6 +46,13 @@ SCHEMA_SETTINGS = {
     "VERSION": agentstate.__version__,
     "PREPROCESSING_HOOKS": ["agentstate.api.docs.only_agentstate_endpoints"],
     "COMPONENT_SPLIT_REQUEST": True,
+    # Each status its own name: without them, the requests' status was "StatusA60Enum",
+    # with a warning printed at every generation (three models have a "status").
+    "ENUM_NAME_OVERRIDES": {
+        "ApprovalRequestStatusEnum": "agentstate.models.choices.RequestStatus",
+        "PauseStatusEnum": "agentstate.models.choices.PauseStatus",
+        "DeliveryStatusEnum": "agentstate.models.choices.DeliveryStatus",
+    },
 }
 
 
