@@ -110,8 +110,9 @@ class OversightOperations(Operations):
             return False
         return self.rows(user_model).filter(pk=user_id, groups=group_id).exists()
 
-    def _check_may_decide(self, run: Run, request: ApprovalRequest, user_id: int | None) -> None:
-        """``SelfApproval`` and ``NotAReviewer``, as ``agentstate_decide`` checks them."""
+    def _check_may_decide(self, run: Run, request: ApprovalRequest, user_id: int | None) -> bool:
+        """``SelfApproval`` and ``NotAReviewer``, as ``agentstate_decide`` checks them;
+        whether ``user_id`` may decide by escalation only (not among the reviewers)."""
         if not request.allow_self_approval and user_id is not None:
             if run.created_by_id == user_id:
                 raise SelfApproval.of()
@@ -119,10 +120,10 @@ class OversightOperations(Operations):
             request.approvals_required > 1 and user_id is None
         )
         if not needs_reviewer or self._in_group(user_id, request.reviewers_id):
-            return
+            return False
         escalated = request.escalate_at is not None and request.escalate_at <= timezone.now()
         if escalated and self._in_group(user_id, request.escalate_to_id):
-            return
+            return True
         raise NotAReviewer.of(tool_name=request.tool_name)
 
     # Standing decisions (policies, and approvals written into a run's records) under a

@@ -542,7 +542,7 @@ class RunOperations(PolicyOperations):
         )
         if run is None or locked is None:
             raise ApprovalRequestNotFound.of(id=request_id)
-        self._check_may_decide(run, locked, by.user_id)
+        by_escalation = self._check_may_decide(run, locked, by.user_id)
         past_deadline = locked.deadline is not None and locked.deadline <= timezone.now()
         # current_status: annotated by with_current_status, which django-stubs cannot follow.
         if past_deadline or locked.current_status == Status.EXPIRED:  # type: ignore[attr-defined]
@@ -554,10 +554,9 @@ class RunOperations(PolicyOperations):
             raise VotesRequired.of(
                 tool_name=locked.tool_name, approvals_required=locked.approvals_required
             )
-        if approve and always and locked.reviewers_id is not None:
+        if approve and always and by_escalation:
             # Escalation lets its group decide this request, not the tool's later calls.
-            if not self._in_group(by.user_id, locked.reviewers_id):
-                raise NotAReviewer.of(tool_name=locked.tool_name, escalated=True)
+            raise NotAReviewer.of(tool_name=locked.tool_name, escalated=True)
         edited = arguments is not None and not json_equal(arguments, locked.arguments)
         digest = locked.arguments_digest if arguments is None else arguments_digest(arguments)
         saved: list[Event] = []

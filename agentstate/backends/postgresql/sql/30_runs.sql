@@ -590,6 +590,7 @@ DECLARE
     edited jsonb;
     approvals integer;
     digest text;
+    reviewer boolean;  -- p_user among the request's reviewers
 BEGIN
     SELECT r.* INTO rn FROM agentstate_run r
     WHERE r.id = (SELECT q.run_id FROM agentstate_approvalrequest q WHERE q.id = p_id) FOR UPDATE;
@@ -600,8 +601,9 @@ BEGIN
     IF NOT req.allow_self_approval AND p_user IS NOT NULL AND rn.created_by_id = p_user THEN
         RETURN agentstate_refuse('SelfApproval', '{}');
     END IF;
+    reviewer := agentstate_in_group(p_user, req.reviewers_id, p_membership);
     IF (req.reviewers_id IS NOT NULL OR (req.approvals_required > 1 AND p_user IS NULL))
-       AND NOT agentstate_in_group(p_user, req.reviewers_id, p_membership)
+       AND NOT reviewer
        AND NOT (coalesce(req.escalate_at <= statement_timestamp(), false)
                 AND agentstate_in_group(p_user, req.escalate_to_id, p_membership)) THEN
         RETURN agentstate_refuse('NotAReviewer', jsonb_build_object('tool_name', req.tool_name));
@@ -619,8 +621,7 @@ BEGIN
         RETURN agentstate_refuse('VotesRequired', jsonb_build_object(
             'tool_name', req.tool_name, 'approvals_required', req.approvals_required));
     END IF;
-    IF p_approve AND p_always AND req.reviewers_id IS NOT NULL
-       AND NOT agentstate_in_group(p_user, req.reviewers_id, p_membership) THEN
+    IF p_approve AND p_always AND req.reviewers_id IS NOT NULL AND NOT reviewer THEN
         -- Escalation lets its group decide this request, not the tool's later calls.
         RETURN agentstate_refuse('NotAReviewer', jsonb_build_object(
             'tool_name', req.tool_name, 'escalated', true));
