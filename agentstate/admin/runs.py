@@ -525,7 +525,6 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             )
             # A request that wants several approvals offers no "always approve": a
             # standing approval would decide later calls alone (votes_required).
-            context["several_approvals"] = obj.approvals_required > 1
             context["run_creator"] = None if obj.approvals_required > 1 else obj.run.created_by
         return super().render_change_form(request, context, add, change, form_url, obj)
 
