@@ -154,10 +154,10 @@ class AgentStateAPIView(APIView):
 
 
 def represent(serializer_class: type[serializers.Serializer], instance: Any) -> Any:
-    """``serializer_class(instance).data``, without building the serializer's fields anew."""
+    """``serializer_class(instance).data``, read as ``represent_rows`` reads a row."""
     if instance is None:
         return serializer_class(instance).data
-    return _shared(serializer_class).to_representation(instance)
+    return represent_rows(serializer_class, [instance])[0]
 
 
 def represent_rows(serializer_class: type[serializers.Serializer], rows: list[Any]) -> list[Any]:

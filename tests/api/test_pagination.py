@@ -158,3 +158,55 @@ def test_the_listings_pages_show_as_their_serializers_do(alice, make_user, zone)
             assert shown == declared, serializer
             assert [list(item) for item in shown] == [list(item) for item in declared]
             assert renderer.render(shown) == renderer.render(declared), serializer
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
+def test_an_answer_of_one_object_shows_as_its_serializer_does(alice, make_user, zone):
+    """``represent``, which reads one object as ``represent_rows`` reads a row: every
+    serializer a view answers one object with gives the same item, keys in the same
+    order, rendered to the same bytes as the declared serializer's own output."""
+    from django.contrib.auth.models import Group
+    from django.utils import timezone
+    from rest_framework.renderers import JSONRenderer
+
+    from agentstate.api.base import represent
+    from agentstate.api.context import serializers as cs
+    from agentstate.api.pauses.serializers import PauseSerializer
+    from agentstate.api.policies import serializers as ps
+    from agentstate.api.runs.serializers import ApprovalRequestSerializer
+    from agentstate.api.webhooks.serializers import CreatedWebhookSerializer
+    from agentstate.services import approvals, budgets, oversight, pauses, runs, webhooks
+
+    team = Group.objects.create(name="team")
+    carol = make_user("carol", "agentstate.decide_approvalrequest")
+    carol.groups.add(team)
+    oversight.create_rule("pay", approvals_required=2, reviewers=team)
+    run = runs.create_run("run-1", {"t": 1}, user=alice)
+    voted = approvals.request_approval(run, "pay", "c1", {"amount": 10})
+    voted = approvals.decide(voted, "approve", by=carol, reason="ok ✓")
+    filed, _ = approvals.ensure_request(run, "mail", "c2", {"to": "é\u2028"}, by=alice)
+    decided = approvals.decide(filed, "approve", by=carol, arguments={"to": "x@y.z"})
+    budgets.set_run_budget("run-1", {"total_tokens": 100}, by=carol)
+    put = pauses.put_pause("chat", "a", "alice", {"b": [1, None, -0.0]}, by=alice)
+    claimed = pauses.claim_pause("chat", "a", "alice", str(put.question_id))
+    objects = [
+        (ApprovalRequestSerializer, voted),
+        (ApprovalRequestSerializer, filed),
+        (ApprovalRequestSerializer, decided),
+        (PauseSerializer, put),
+        (PauseSerializer, claimed),
+        (cs.PutResponse, context.put("s", "x", {"v": 1.5}, owner=alice)),
+        (cs.PushResponse, context.push("s", "l", 7, owner=alice)),
+        (cs.ListValues, context.get_list("s", "l", owner=alice)),
+        (ps.ApprovalPolicySerializer, approvals.create_policy("mail", "reject", by=carol)),
+        (ps.RunBudgetSerializer, budgets.as_json(budgets.run_budget("run-1"))),
+        (ps.UserBudgetSerializer, budgets.as_json(budgets.user_budget("alice"))),
+        (CreatedWebhookSerializer, webhooks.create_webhook("https://example.com/h", None, True)),
+    ]
+    renderer = JSONRenderer()
+    with timezone.override(zone):
+        for serializer, instance in objects:
+            shown, declared = represent(serializer, instance), serializer(instance).data
+            assert shown == declared, serializer
+            assert list(shown) == list(declared), serializer
+            assert renderer.render(shown) == renderer.render(declared), serializer
