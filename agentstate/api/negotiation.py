@@ -9,6 +9,8 @@ schema's ``?format=json`` (which the docs pages load) and the event stream's
 from typing import Any, cast
 
 from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
 # The query parameter that picks a view's renderer by its format.
@@ -26,3 +28,19 @@ class _Settings:
 
 class ContentNegotiation(DefaultContentNegotiation):
     settings = cast(Any, _Settings())
+
+    def select_renderer(
+        self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
+        # A view of one renderer asked for anything, or for that renderer's media type,
+        # without a format: that renderer, as DRF's negotiation would choose it, without
+        # parsing the Accept header (most of the API's requests).
+        if len(renderers) == 1 and format_suffix is None:
+            (renderer,) = renderers
+            if request.META.get("HTTP_ACCEPT", "*/*") in ("*/*", renderer.media_type) and (
+                FORMAT_PARAMETER not in request.query_params
+            ):
+                return renderer, renderer.media_type
+        return cast(
+            tuple[BaseRenderer, str], super().select_renderer(request, renderers, format_suffix)
+        )
