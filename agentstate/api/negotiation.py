@@ -6,6 +6,7 @@ schema's ``?format=json`` (which the docs pages load) and the event stream's
 ``?format=sse`` are the same in every site.
 """
 
+from collections.abc import Iterable
 from typing import Any, cast
 
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -30,12 +31,12 @@ class ContentNegotiation(DefaultContentNegotiation):
     settings = cast(Any, _Settings())
 
     def select_renderer(
-        self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None
+        self, request: Request, renderers: Iterable[BaseRenderer], format_suffix: str | None = None
     ) -> tuple[BaseRenderer, str]:
         # A view of one renderer asked for anything, or for that renderer's media type,
         # without a format: that renderer, as DRF's negotiation would choose it, without
         # parsing the Accept header (most of the API's requests).
-        if len(renderers) == 1 and format_suffix is None:
+        if format_suffix is None and isinstance(renderers, list) and len(renderers) == 1:
             (renderer,) = renderers
             if request.META.get("HTTP_ACCEPT", "*/*") in ("*/*", renderer.media_type) and (
                 FORMAT_PARAMETER not in request.query_params
