@@ -50,6 +50,23 @@ def test_a_page_is_one_query(api, five_scopes):
     assert len(listing) == 1 and "OVER ()" in listing[0]
 
 
+def voted_once(alice, make_user):
+    """A run of alice's and its request for "pay", under a rule wanting two of the
+    team's approvals, voted for once by carol, a reviewer: the run, carol and the
+    request as the vote left it."""
+    from django.contrib.auth.models import Group
+
+    from agentstate.services import approvals, oversight, runs
+
+    team = Group.objects.create(name="team")
+    carol = make_user("carol", "agentstate.decide_approvalrequest")
+    carol.groups.add(team)
+    oversight.create_rule("pay", approvals_required=2, reviewers=team)
+    run = runs.create_run("run-1", {"t": 1}, user=alice)
+    voted = approvals.request_approval(run, "pay", "c1", {"amount": 10})
+    return run, carol, approvals.decide(voted, "approve", by=carol, reason="ok ✓")
+
+
 @pytest.mark.parametrize("zone", ["UTC", "Europe/Paris"])
 def test_a_page_s_rows_read_as_their_serializer_shows_each(alice, zone):
     """``represent_rows`` reads the common fields straight off the rows: what it gives
@@ -102,7 +119,6 @@ def test_the_listings_pages_show_as_their_serializers_do(alice, make_user, zone)
     out of the current zone's summer time."""
     from datetime import timedelta
 
-    from django.contrib.auth.models import Group
     from django.db.models.functions import Now
     from django.utils import timezone
     from rest_framework.renderers import JSONRenderer
@@ -112,7 +128,7 @@ def test_the_listings_pages_show_as_their_serializers_do(alice, make_user, zone)
     from agentstate.api.pauses.serializers import PauseSerializer
     from agentstate.api.runs.serializers import ApprovalRequestSerializer
     from agentstate.models import ApprovalRequest, PausedRun
-    from agentstate.services import approvals, oversight, pauses, runs, trail
+    from agentstate.services import approvals, pauses, trail
 
     payloads = [
         None,
@@ -131,13 +147,7 @@ def test_the_listings_pages_show_as_their_serializers_do(alice, make_user, zone)
     # Times in winter and in summer of the zones that have one.
     PausedRun.objects.filter(tool_call_id="c3").update(created_at=Now() - timedelta(days=180))
 
-    team = Group.objects.create(name="team")
-    carol = make_user("carol", "agentstate.decide_approvalrequest")
-    carol.groups.add(team)
-    oversight.create_rule("pay", approvals_required=2, reviewers=team)
-    run = runs.create_run("run-1", {"t": 1}, user=alice)
-    voted = approvals.request_approval(run, "pay", "c1", {"amount": 10})
-    approvals.decide(voted, "approve", by=carol, reason="ok ✓")
+    run, carol, _ = voted_once(alice, make_user)
     decided = approvals.request_approval(run, "mail", "c2", {"to": "a@b.c"})
     approvals.decide(decided, "approve", by=carol, arguments={"to": "x@y.z"})
     approvals.request_approval(run, "mail", "c3", None)
@@ -165,7 +175,6 @@ def test_an_answer_of_one_object_shows_as_its_serializer_does(alice, make_user, 
     """``represent``, which reads one object as ``represent_rows`` reads a row: every
     serializer a view answers one object with gives the same item, keys in the same
     order, rendered to the same bytes as the declared serializer's own output."""
-    from django.contrib.auth.models import Group
     from django.utils import timezone
     from rest_framework.renderers import JSONRenderer
 
@@ -175,15 +184,9 @@ def test_an_answer_of_one_object_shows_as_its_serializer_does(alice, make_user, 
     from agentstate.api.policies import serializers as ps
     from agentstate.api.runs.serializers import ApprovalRequestSerializer
     from agentstate.api.webhooks.serializers import CreatedWebhookSerializer
-    from agentstate.services import approvals, budgets, oversight, pauses, runs, webhooks
+    from agentstate.services import approvals, budgets, pauses, webhooks
 
-    team = Group.objects.create(name="team")
-    carol = make_user("carol", "agentstate.decide_approvalrequest")
-    carol.groups.add(team)
-    oversight.create_rule("pay", approvals_required=2, reviewers=team)
-    run = runs.create_run("run-1", {"t": 1}, user=alice)
-    voted = approvals.request_approval(run, "pay", "c1", {"amount": 10})
-    voted = approvals.decide(voted, "approve", by=carol, reason="ok ✓")
+    run, carol, voted = voted_once(alice, make_user)
     filed, _ = approvals.ensure_request(run, "mail", "c2", {"to": "é\u2028"}, by=alice)
     decided = approvals.decide(filed, "approve", by=carol, arguments={"to": "x@y.z"})
     budgets.set_run_budget("run-1", {"total_tokens": 100}, by=carol)
