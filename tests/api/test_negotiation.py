@@ -9,7 +9,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from agentstate.api.negotiation import FORMAT_PARAMETER, ContentNegotiation
+from agentstate.api.negotiation import ContentNegotiation
 
 ACCEPTS = [
     None,
@@ -25,11 +25,9 @@ ACCEPTS = [
 
 
 class DRFs(DefaultContentNegotiation):
-    """DRF's negotiation, with agentstate's format parameter."""
+    """DRF's negotiation, with agentstate's settings (its format parameter)."""
 
-    def select_renderer(self, request, renderers, format_suffix=None):
-        self.settings.URL_FORMAT_OVERRIDE = FORMAT_PARAMETER
-        return super().select_renderer(request, renderers, format_suffix)
+    settings = ContentNegotiation.settings
 
 
 def chosen(negotiation, accept, query, suffix):
