@@ -164,12 +164,7 @@ def represent_rows(serializer_class: type[serializers.Serializer], rows: list[An
     """``serializer_class(rows, many=True).data``: each row as the serializer's
     ``to_representation`` gives it, field by field, the common fields read
     straight off the row (``_readers``) and the current time zone looked up once."""
-    if not rows:
-        return []
-    shown_by = _shared(serializer_class)
-    if type(shown_by).to_representation is not serializers.Serializer.to_representation:
-        return [shown_by.to_representation(row) for row in rows]  # its own way
-    return represent_in(serializer_class, rows, current_zone())
+    return represent_in(serializer_class, rows, current_zone()) if rows else []
 
 
 # Zones of offset 0 at every time: a time shown in one of them is shown as in ``UTC``.
