@@ -13,6 +13,8 @@ from agentstate.exceptions import BadInput
 from agentstate.models import KEY_LENGTH, RUN_ID_LENGTH
 from agentstate.validation import check_json, check_run_id, text_problem
 
+from .negotiation import FORMAT_PARAMETER
+
 # What the OpenAPI schema states of a string (ECMA-262 and Python read both alike).
 # Text holds no U+0000 (an unpaired surrogate is no Unicode text: UTF-8 cannot carry one).
 # Not empty: DRF refuses a blank string unless allow_blank, which the schema then adds.
@@ -123,10 +125,15 @@ class StrictSerializer(serializers.Serializer):
 
 
 class QuerySerializer(serializers.Serializer):
-    """Validates ``request.query_params``; repeated parameters are allowed only for lists."""
+    """Validates ``request.query_params``; repeated parameters are allowed only for lists.
+    Beside its own fields, any query may carry the page's (the pagination checks them)
+    and the renderer's format (the content negotiation's)."""
+
+    # Taken by the pagination and the content negotiation, not by the view.
+    SHARED = frozenset({"page", "page_size", FORMAT_PARAMETER})
 
     def to_internal_value(self, data: Any) -> Any:
-        unknown = sorted(set(data) - set(self.fields) - {"page", "page_size"})
+        unknown = sorted(set(data) - set(self.fields) - self.SHARED)
         if unknown:
             raise serializers.ValidationError({unknown[0]: ["Unknown query parameter."]})
         return super().to_internal_value(data)

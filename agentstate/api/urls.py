@@ -3,10 +3,11 @@
 Every path is described in docs/rest-api.md.
 """
 
+import re
 from typing import Any
 
-from django.http import HttpRequest, HttpResponsePermanentRedirect
-from django.urls import path
+from django.http import HttpRequest, HttpResponsePermanentRedirect, JsonResponse
+from django.urls import path, re_path
 from django.views.decorators.csrf import csrf_exempt
 
 from .context import views as views_context
@@ -104,4 +105,22 @@ urlpatterns += [
     path(str(pattern.pattern).removesuffix("/"), with_slash)
     for pattern in urlpatterns
     if str(pattern.pattern).endswith("/")
+]
+
+
+@csrf_exempt
+def not_found(request: HttpRequest, **kwargs: Any) -> JsonResponse:
+    """Any other path beneath one of the API's own: a 404 in the API's error shape
+    rather than the site's page. Paths beside them stay the site's, wherever the API
+    is mounted."""
+    return JsonResponse(
+        {"detail": "Not found.", "code": "not_found"},
+        status=404,
+        json_dumps_params={"separators": (",", ":")},  # as the API renders its JSON
+    )
+
+
+_RESOURCES = sorted({str(pattern.pattern).split("/")[0] for pattern in urlpatterns})
+urlpatterns += [
+    re_path(rf"^(?:{'|'.join(map(re.escape, _RESOURCES))})/", not_found),
 ]

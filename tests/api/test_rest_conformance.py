@@ -307,3 +307,42 @@ def test_each_status_has_a_named_enum_and_the_schema_warns_nothing(api, capsys):
     assert not [name for name in components if name.startswith("Status")]
     captured = capsys.readouterr()
     assert "Warning" not in captured.err + captured.out
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/runs/r1/nope/",
+        "/api/runs/r1/approvals/nope/",
+        "/api/pauses/nope/",
+        "/api/approval-requests/1/nope/",
+        "/api/context/nope",
+        "/api/webhooks/1/deliveries/nope/",
+    ],
+)
+@pytest.mark.parametrize("method", ["get", "post", "delete"])
+def test_a_path_beneath_the_apis_own_that_names_nothing_is_the_apis_404(api, method, path):
+    """A REST client reads every answer of the API as JSON, a missing path's too."""
+    answer = getattr(api, method)(path)
+    assert answer.status_code == 404
+    assert answer["Content-Type"] == "application/json"
+    assert answer.content == b'{"detail":"Not found.","code":"not_found"}'
+
+
+def test_a_path_beside_the_apis_own_stays_the_sites(api):
+    """The site's own pages are not shadowed, wherever the API is mounted."""
+    answer = api.get("/api/nope/")
+    assert answer.status_code == 404 and not answer["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.parametrize(
+    "path", ["/api/pauses/", "/api/events/", "/api/approval-requests/", "/api/scopes/"]
+)
+def test_a_listing_takes_the_format_of_its_answer_from_the_query(api, path):
+    """``?format=json`` picks the JSON renderer on a listing, as on every other view;
+    a format the view does not render is DRF's 404."""
+    answer = api.get(path, {"format": "json", "page_size": "5"})
+    assert answer.status_code == 200, answer.content
+    assert answer["Content-Type"] == "application/json"
+    assert set(answer.json()) == {"count", "next", "previous", "results"}
+    assert api.get(path, {"format": "xml"}).status_code == 404

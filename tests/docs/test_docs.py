@@ -33,8 +33,8 @@ def api_paths() -> set[str]:
     paths = set()
     for pattern in api_urls.urlpatterns:
         assert isinstance(pattern, URLPattern) and not isinstance(pattern, URLResolver)
-        if pattern.callback is api_urls.with_slash:
-            continue  # a path without its slash, redirected to the documented one
+        if pattern.callback in (api_urls.with_slash, api_urls.not_found):
+            continue  # a path without its slash, redirected; any other path beneath
         route = re.sub(r"<(?:\w+:)?\w+>", "{}", str(pattern.pattern))
         paths.add("/api/" + route)
     return paths
