@@ -523,10 +523,24 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
             context["filed_arguments"] = json.dumps(
                 obj.arguments, indent=2, ensure_ascii=False, sort_keys=True
             )
-            # A request that wants several approvals offers no "always approve": a
-            # standing approval would decide later calls alone (votes_required).
-            context["run_creator"] = None if obj.approvals_required > 1 else obj.run.created_by
+            # "Always approve" and an approve policy decide later calls alone: not on
+            # a request that wants several approvals (votes_required), nor by a member
+            # of its escalation group who is not among its reviewers (not_a_reviewer).
+            # (the template words why: "votes" or "escalation")
+            if obj.approvals_required > 1:
+                context["approve_once_only"] = "votes"
+            elif not _among_reviewers(request.user, obj):
+                context["approve_once_only"] = "escalation"
+            context["run_creator"] = None if "approve_once_only" in context else obj.run.created_by
         return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+def _among_reviewers(user: Any, obj: ApprovalRequest) -> bool:
+    """Whether ``user`` is among the request's reviewers (or it names none)."""
+    if obj.reviewers_id is None:
+        return True
+    groups = getattr(user, "groups", None)
+    return groups is not None and groups.filter(pk=obj.reviewers_id).exists()
 
 
 def _json_field(text: str, label: Any) -> Any:

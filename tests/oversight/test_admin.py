@@ -1,12 +1,16 @@
 """The admin under rules: actionable only for who may decide, votes so far, the
 audit trail, and rules managed through the services."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
 from django.urls import reverse
 
 from agentstate.models import ApprovalRule, Event
 from agentstate.services import approvals, oversight
+
+from .conftest import shift
 
 pytestmark = pytest.mark.django_db
 
@@ -52,6 +56,36 @@ def test_only_a_reviewer_of_the_rule_gets_the_buttons(run, reviewer, make_user):
     request.refresh_from_db()
     assert request.status == "pending"  # dave approved other arguments: the count restarts
     assert request.votes.count() == 2
+
+
+def test_an_escalation_member_is_offered_no_standing_approval(run, reviewer, leads):
+    """Escalation lets its group decide the request, not the tool's later calls: the
+    page offers such a member no "always approve" policy, and says that "Always"
+    applies to a rejection only (the server refuses an approve with it,
+    not_a_reviewer); one of the reviewers is offered both."""
+    oversight.create_rule(
+        "pay", reviewers="payments-reviewers", escalate_after=1800, escalate_to=leads
+    )
+    lead, carol = reviewer("lead", leads), reviewer("carol")
+    for user in (lead, carol):
+        user.is_staff = True
+        user.save()
+    request = approvals.request_approval(run, "pay", "call-to-escalate", {"amount": 10})
+    shift(request, escalate_at=-timedelta(minutes=1))
+    page = browser(lead).get(change_url(request)).content.decode()
+    assert 'id="approve-button"' in page
+    assert 'id="approve-policy-button"' not in page and 'id="policy"' not in page
+    assert 'by its escalation, not as one of its reviewers: "Always" applies' in page
+    page = browser(carol).get(change_url(request)).content.decode()
+    assert 'id="approve-policy-button"' in page and "applies to a rejection only" not in page
+    # what the page no longer offers, the server refuses; a rejection for good it takes
+    refused = browser(lead).post(change_url(request), {"_decision": "approve", "always": "on"})
+    assert refused.status_code == 302
+    request.refresh_from_db()
+    assert request.status == "pending"
+    browser(lead).post(change_url(request), {"_decision": "reject", "always": "on"})
+    request.refresh_from_db()
+    assert request.status == "rejected" and request.always
 
 
 def test_rules_in_the_admin_write_events(make_user, payments_team):
