@@ -16,11 +16,13 @@ registered bridge.
 
 import atexit
 import contextlib
+import itertools
 import logging
 import os
 import queue
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from agentstate.extras import missing
@@ -69,6 +71,28 @@ def expire_pauses() -> dict[str, int]:
 )
 def deliver_webhook(delivery_id: int) -> None:
     """Send one webhook delivery; a failure schedules the next try."""
+    _deliver(delivery_id)
+
+
+@shared_task(
+    name="agentstate.tasks.deliver_webhooks",
+    ignore_result=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    **RETRY_WHEN_DATABASE_DOWN,
+)
+def deliver_webhooks(delivery_ids: list[int]) -> None:
+    """The deliveries a process handed over together (``_Handoff``): one is sent here,
+    several are queued each as its own ``deliver_webhook``, so that a slow receiver
+    holds up no other delivery."""
+    if len(delivery_ids) == 1:
+        _deliver(delivery_ids[0])
+        return
+    for delivery_id in delivery_ids:
+        deliver_webhook.delay(delivery_id)
+
+
+def _deliver(delivery_id: int) -> None:
     wait = webhooks.deliver(delivery_id)
     if wait is not None:
         deliver_webhook.apply_async((delivery_id,), countdown=wait.total_seconds())
@@ -138,8 +162,25 @@ class _Publisher:
             self._stack.close()
             raise
 
-    def publish(self, delivery_id: int) -> None:
-        self.app.send_task(deliver_webhook.name, (delivery_id,), producer=self._producer)
+    @classmethod
+    def publishing(
+        cls, publisher: "_Publisher | None", app: Celery, delivery_ids: list[int]
+    ) -> "_Publisher":
+        """``delivery_ids`` published on ``publisher`` when it is ``app``'s, else on a new
+        one: the publisher, closed when the publish failed."""
+        if publisher is not None and publisher.app is not app:
+            publisher.close()
+            publisher = None
+        publisher = publisher or cls(app)
+        try:
+            publisher.publish(delivery_ids)
+        except BaseException:
+            publisher.close()
+            raise
+        return publisher
+
+    def publish(self, delivery_ids: list[int]) -> None:
+        self.app.send_task(deliver_webhooks.name, (delivery_ids,), producer=self._producer)
 
     def close(self) -> None:
         # a batch that failed cannot flush: leave it as after an error (discarded)
@@ -160,7 +201,16 @@ class _Handoff:
     due, and ``send_webhooks`` queues it. At exit the thread is given a moment to
     publish what it holds. The thread keeps its connection to the broker
     (``_Publisher``); a publish that fails is tried once more on a new one (the
-    broker restarted), then left to ``send_webhooks``."""
+    broker restarted), then left to ``send_webhooks``.
+
+    One message (``deliver_webhooks``) carries every id waiting when the thread
+    publishes. The first delivery after a quiet ``WINDOW`` leaves at once; while
+    deliveries keep coming, the thread publishes at most once a ``WINDOW``, so a
+    busy process pays one publish for many deliveries, each delayed by at most
+    that much."""
+
+    WINDOW = 0.05  # seconds
+    MOST = 1000  # ids in one message
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -197,31 +247,53 @@ class _Handoff:
                 target=self._publish, args=(self._ids,), name="agentstate-webhooks", daemon=True
             ).start()
 
-    @staticmethod
-    def _publish(ids: "queue.Queue[tuple[Celery, int]]") -> None:
+    @classmethod
+    def _publish(cls, ids: "queue.Queue[tuple[Celery, int]]") -> None:
         publisher: _Publisher | None = None
+        last = -cls.WINDOW
         while True:
-            app, delivery_id = ids.get()
-            try:
-                for attempt in (1, 2):
-                    try:
-                        if publisher is not None and publisher.app is not app:
-                            publisher.close()
-                            publisher = None
-                        if publisher is None:
-                            publisher = _Publisher(app)
-                        publisher.publish(delivery_id)
-                        break
-                    except Exception:
-                        if publisher is not None:
-                            publisher.close()
-                            publisher = None
-                        if attempt == 2:
-                            raise
-            except Exception:  # noqa: BLE001 - the beat task sends it; keep publishing
-                logger.warning("could not queue webhook delivery %s", delivery_id, exc_info=True)
-            finally:
+            taken = cls._take(ids, until=last + cls.WINDOW)
+            last = time.monotonic()
+            for app, delivery_ids in taken.items():
+                try:
+                    publisher = cls._send(publisher, app, delivery_ids)
+                except Exception:  # noqa: BLE001 - the beat task sends them; keep publishing
+                    publisher = None
+                    logger.warning(
+                        "could not queue webhook deliveries %s", delivery_ids, exc_info=True
+                    )
+            for _ in range(sum(map(len, taken.values()))):
                 ids.task_done()
+
+    @classmethod
+    def _take(cls, ids: "queue.Queue[tuple[Celery, int]]", until: float) -> dict[Celery, list[int]]:
+        """The next id (waiting for it), then, once ``until`` has come, every id
+        waiting by then, by app: at most ``MOST``. The thread sleeps through the
+        window rather than waking for each id."""
+        first = ids.get()
+        time.sleep(max(until - time.monotonic(), 0))
+        taken: dict[Celery, list[int]] = {}
+        for app, delivery_id in itertools.chain([first], _waiting(ids, cls.MOST - 1)):
+            taken.setdefault(app, []).append(delivery_id)
+        return taken
+
+    @staticmethod
+    def _send(publisher: "_Publisher | None", app: Celery, delivery_ids: list[int]) -> "_Publisher":
+        """Publish on ``publisher``, or on a new one (none, another app's, or once more
+        after it failed: the broker restarted): the publisher to keep."""
+        try:
+            return _Publisher.publishing(publisher, app, delivery_ids)
+        except Exception:
+            return _Publisher.publishing(None, app, delivery_ids)
+
+
+def _waiting(ids: "queue.Queue[tuple[Celery, int]]", most: int) -> Iterator[tuple[Celery, int]]:
+    """Up to ``most`` of the items waiting on ``ids``, without waiting for more."""
+    for _ in range(most):
+        try:
+            yield ids.get_nowait()
+        except queue.Empty:
+            return
 
 
 handoff = _Handoff()

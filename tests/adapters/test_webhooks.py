@@ -1,5 +1,7 @@
 """Webhooks: signed the Standard Webhooks way, refused targets, retries, the REST API."""
 
+import base64
+import json
 import os
 import re
 import socket
@@ -15,8 +17,8 @@ from standardwebhooks import Webhook as Verifier
 
 from agentstate import webhooks as sending
 from agentstate.backends import events
-from agentstate.models import Delivery, Event, Webhook
-from agentstate.services import webhooks
+from agentstate.models import Delivery, DeliveryAttempt, Event, Webhook
+from agentstate.services import approvals, runs, webhooks
 from tests.webhook_receiver import receiving
 
 pytestmark = pytest.mark.django_db
@@ -347,8 +349,8 @@ def test_a_refused_webhook_in_the_admin_is_a_form_error(admin_client, settings, 
 @pytest.fixture
 def broker(tmp_path):
     """A Celery app of this process on the test broker (Redis when ``REDIS_URL`` is
-    set, else the file-system transport in a temporary folder), and a way to count
-    the messages waiting on it."""
+    set, else the file-system transport in a temporary folder), and a way to read
+    the messages waiting on it: each as its task's name and arguments."""
     from celery import Celery
 
     url = os.environ.get("REDIS_URL")
@@ -360,8 +362,8 @@ def broker(tmp_path):
         app.conf.task_default_queue = queue = f"handoff-{os.getpid()}-{time.monotonic_ns()}"
         client = redis.Redis.from_url(url)
 
-        def waiting() -> int:
-            return int(client.llen(queue))
+        def raw() -> list[bytes]:
+            return list(reversed(client.lrange(queue, 0, -1)))  # LPUSHed: oldest last
 
     else:
         folder = tmp_path / "broker"
@@ -373,8 +375,18 @@ def broker(tmp_path):
             "data_folder_out": str(folder),
         }
 
-        def waiting() -> int:
-            return len(list(folder.glob("*.msg")))
+        def raw() -> list[bytes]:
+            return [path.read_bytes() for path in sorted(folder.glob("*.msg"))]
+
+    def waiting() -> list[tuple[str, list]]:
+        messages = []
+        for message in map(json.loads, raw()):
+            body = message["body"]
+            if message["properties"].get("body_encoding") == "base64":
+                body = base64.b64decode(body)
+            args, _kwargs, _embed = json.loads(body)
+            messages.append((message["headers"]["task"], args))
+        return messages
 
     previous = __import__("celery").current_app._get_current_object()  # not the proxy
     app.set_current()
@@ -386,9 +398,14 @@ def broker(tmp_path):
             client.delete(queue)
 
 
+def _carried(messages: list[tuple[str, list]]) -> list[int]:
+    """The delivery ids of hand-off messages (``deliver_webhooks``), in order."""
+    assert {task for task, _ in messages} <= {"agentstate.tasks.deliver_webhooks"}, messages
+    return [delivery_id for _, (ids,) in messages for delivery_id in ids]
+
+
 @pytest.mark.django_db(transaction=True)
 def test_committed_deliveries_are_handed_to_the_broker_off_the_callers_path(broker, settings):
-    from agentstate.services import approvals, runs
     from agentstate.tasks import handoff
 
     settings.AGENTSTATE = ALLOW_PRIVATE
@@ -397,9 +414,47 @@ def test_committed_deliveries_are_handed_to_the_broker_off_the_callers_path(brok
     run = runs.create_run("run-1")
     approvals.request_approval(run, "mail", "call-1", {})  # autocommit: handed over at once
     assert handoff.flush(30), "the publishing thread took them"
-    assert broker() == 2
+    written = sorted(Delivery.objects.values_list("pk", flat=True))
+    assert len(written) == 2 and sorted(_carried(broker())) == written
     with pytest.raises(RuntimeError), transaction.atomic():
         approvals.request_approval(run, "mail", "call-2", {})
         raise RuntimeError("rolled back")
-    assert handoff.flush(30) and broker() == 2, "a rolled-back change hands over nothing"
+    assert handoff.flush(30), "the publishing thread is idle"
+    assert sorted(_carried(broker())) == written, "a rolled-back change hands over nothing"
     assert Delivery.objects.count() == 2
+
+
+def test_deliveries_handed_over_while_others_leave_share_a_message(broker, monkeypatch):
+    """The first id after a quiet window leaves at once; what comes within the window
+    after it leaves together, in one message, every id once and in order."""
+    from agentstate.tasks import _Handoff, handoff
+
+    assert handoff.flush(30)
+    monkeypatch.setattr(_Handoff, "WINDOW", 1.0)  # what comes next, well within it
+    handoff.put([1])
+    for start in range(2, 42, 10):
+        handoff.put(list(range(start, start + 10)))
+    assert handoff.flush(30)
+    messages = broker()
+    assert _carried(messages) == list(range(1, 42))
+    assert len(messages) <= 2, messages  # the first alone, at most
+
+
+@pytest.mark.django_db
+def test_a_batch_of_deliveries_is_queued_one_task_each_and_one_is_sent_at_once(broker, settings):
+    """``deliver_webhooks`` of several ids queues ``deliver_webhook`` for each (a slow
+    receiver holds up no other); of one id, it sends that one itself."""
+    from agentstate.tasks import deliver_webhooks
+
+    settings.AGENTSTATE = ALLOW_PRIVATE
+    webhooks.create_webhook("http://127.0.0.1:9/closed", ["approval.requested"])
+    run = runs.create_run("run-1")
+    for call in ("call-1", "call-2", "call-3"):
+        approvals.request_approval(run, "mail", call, {})
+    first, *others = Delivery.objects.order_by("pk")
+    deliver_webhooks.run([d.pk for d in others])
+    assert broker() == [("agentstate.tasks.deliver_webhook", [d.pk]) for d in others]
+    assert not DeliveryAttempt.objects.exists()
+    deliver_webhooks.run([first.pk])  # the port is closed: one failed attempt, a retry queued
+    assert list(DeliveryAttempt.objects.values_list("delivery", flat=True)) == [first.pk]
+    assert broker()[-1] == ("agentstate.tasks.deliver_webhook", [first.pk])
