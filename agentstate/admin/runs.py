@@ -524,9 +524,9 @@ class ApprovalRequestAdmin(admin.ModelAdmin):
                 obj.arguments, indent=2, ensure_ascii=False, sort_keys=True
             )
             # "Always approve" and an approve policy decide later calls alone: not on
-            # a request that wants several approvals (votes_required), nor by a member
-            # of its escalation group who is not among its reviewers (not_a_reviewer).
-            # (the template words why: "votes" or "escalation")
+            # a request that wants several approvals ("votes": votes_required), nor by
+            # a member of its escalation group who is not among its reviewers
+            # ("escalation": not_a_reviewer). The template words the reason.
             if obj.approvals_required > 1:
                 context["approve_once_only"] = "votes"
             elif not _among_reviewers(request.user, obj):
