@@ -21,12 +21,16 @@ per request. A figure with any non-2xx response or socket error is flagged.
 No webhook is active unless an endpoint says so (``webhook``): filing an
 approval request is measured without one, like the Python API's figure, and
 once more with one for ``approval.requested`` (each filing's delivery then
-handed to the broker by a thread of the server process).
+handed to the broker by a thread of the server process). Before that figure,
+one second of filings with calls of their own warms the hand-off up: each
+worker's thread started and connected to the broker, a cost each process pays
+once (a tenth of a second or more, against a measurement of one to three).
 
 Before the load, one request per endpoint through Django's test client in
 this process counts its database queries and round trips (``bench.counts``).
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -426,6 +430,16 @@ def probe(endpoint: Endpoint, token: str) -> dict:
     }
 
 
+def warming(endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` with calls of its own (``warm-`` before each call id), to warm up
+    the server on without using the measured calls."""
+    return dataclasses.replace(
+        endpoint,
+        name=f"{endpoint.name}, warming up",
+        bodies=[{**body, "call_id": f"warm-{body['call_id']}"} for body in endpoint.bodies],
+    )
+
+
 def measure(seconds: float, supply: int) -> dict:
     """Each endpoint's requests per second, failures and round trips, beside its
     baselines' (the DRF floor and the bare Django view) measured just before it."""
@@ -450,6 +464,9 @@ def measure(seconds: float, supply: int) -> dict:
         wrk(base, measured[0], owner, 1)
         for endpoint in measured:
             subscribed(endpoint.webhook)
+            if endpoint.webhook:
+                # every worker's hand-off thread started and connected to the broker
+                wrk(base, warming(endpoint), tokens[endpoint.caller], 1)
             bare = wrk(base, BARE[endpoint.kind], owner, seconds)
             drf = wrk(base, DRF[endpoint.kind], owner, seconds)  # the ratio's, just before
             figures[endpoint.name] = {
