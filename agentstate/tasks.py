@@ -16,13 +16,11 @@ registered bridge.
 
 import atexit
 import contextlib
-import itertools
 import logging
 import os
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 from agentstate.extras import missing
@@ -254,7 +252,10 @@ class _Handoff:
         while True:
             taken = cls._take(ids, until=last + cls.WINDOW)
             last = time.monotonic()
-            for app, delivery_ids in taken.items():
+            by_app: dict[Celery, list[int]] = {}
+            for app, delivery_id in taken:
+                by_app.setdefault(app, []).append(delivery_id)
+            for app, delivery_ids in by_app.items():
                 try:
                     publisher = cls._send(publisher, app, delivery_ids)
                 except Exception:  # noqa: BLE001 - the beat task sends them; keep publishing
@@ -262,19 +263,21 @@ class _Handoff:
                     logger.warning(
                         "could not queue webhook deliveries %s", delivery_ids, exc_info=True
                     )
-            for _ in range(sum(map(len, taken.values()))):
+            for _ in taken:
                 ids.task_done()
 
     @classmethod
-    def _take(cls, ids: "queue.Queue[tuple[Celery, int]]", until: float) -> dict[Celery, list[int]]:
+    def _take(
+        cls, ids: "queue.Queue[tuple[Celery, int]]", until: float
+    ) -> list[tuple[Celery, int]]:
         """The next id (waiting for it), then, once ``until`` has come, every id
-        waiting by then, by app: at most ``MOST``. The thread sleeps through the
-        window rather than waking for each id."""
-        first = ids.get()
+        waiting by then: at most ``MOST``. The thread sleeps through the window
+        rather than waking for each id."""
+        taken = [ids.get()]
         time.sleep(max(until - time.monotonic(), 0))
-        taken: dict[Celery, list[int]] = {}
-        for app, delivery_id in itertools.chain([first], _waiting(ids, cls.MOST - 1)):
-            taken.setdefault(app, []).append(delivery_id)
+        with contextlib.suppress(queue.Empty):
+            while len(taken) < cls.MOST:
+                taken.append(ids.get_nowait())
         return taken
 
     @staticmethod
@@ -285,15 +288,6 @@ class _Handoff:
             return _Publisher.publishing(publisher, app, delivery_ids)
         except Exception:
             return _Publisher.publishing(None, app, delivery_ids)
-
-
-def _waiting(ids: "queue.Queue[tuple[Celery, int]]", most: int) -> Iterator[tuple[Celery, int]]:
-    """Up to ``most`` of the items waiting on ``ids``, without waiting for more."""
-    for _ in range(most):
-        try:
-            yield ids.get_nowait()
-        except queue.Empty:
-            return
 
 
 handoff = _Handoff()
