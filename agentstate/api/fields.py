@@ -14,6 +14,7 @@ from agentstate.models import KEY_LENGTH, RUN_ID_LENGTH
 from agentstate.validation import check_json, check_run_id, text_problem
 
 from .negotiation import FORMAT_PARAMETER
+from .pagination import Pagination
 
 # What the OpenAPI schema states of a string (ECMA-262 and Python read both alike).
 # Text holds no U+0000 (an unpaired surrogate is no Unicode text: UTF-8 cannot carry one).
@@ -130,7 +131,9 @@ class QuerySerializer(serializers.Serializer):
     and the renderer's format (the content negotiation's)."""
 
     # Taken by the pagination and the content negotiation, not by the view.
-    SHARED = frozenset({"page", "page_size", FORMAT_PARAMETER})
+    SHARED = frozenset(
+        {Pagination.page_query_param, Pagination.page_size_query_param, FORMAT_PARAMETER}
+    )
 
     def to_internal_value(self, data: Any) -> Any:
         unknown = sorted(set(data) - set(self.fields) - self.SHARED)
