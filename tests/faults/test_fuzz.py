@@ -49,7 +49,7 @@ def test_fuzzing_the_schema_finds_no_server_error_and_no_schema_mismatch(
                 "--workers",
                 "1",
                 "--request-timeout",
-                "75",  # above MAX_WAIT: the coverage phase may send the longest wait
+                "75",  # above MAX_WAIT, should a long wait get past tests/fuzz_waits.py
                 # A stream without end (tests/waiting/test_stream.py covers it).
                 "--exclude-path",
                 "/api/events/stream/",
