@@ -3,6 +3,7 @@
 import functools
 import json
 import random
+import threading
 import time
 from _thread import get_ident
 from collections.abc import Callable, Sequence
@@ -56,7 +57,38 @@ def atomic(alias: str, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) 
         with transaction.atomic(using=alias):
             return func(*args, **kwargs)
 
-    return once() if connections[alias].in_atomic_block else retried(once)
+    if connections[alias].in_atomic_block:
+        return once()
+    if connections[alias].vendor == "sqlite":
+        return retried(lambda: in_turn(alias, once))
+    return retried(once)
+
+
+# One lock per SQLite database of this process (by alias).
+_TURNS: dict[str, threading.Lock] = {}
+
+
+def in_turn(alias: str, func: Callable[[], R]) -> R:
+    """``func()`` once the threads of this process that came first to write to
+    SQLite database ``alias`` are done.
+
+    SQLite lets one transaction write at a time (``IMMEDIATE``: one at a time
+    at all), and one that finds the database locked sleeps in the busy
+    handler, up to 100 ms a try, whatever happens meanwhile: twenty threads
+    writing at once spent most of their time asleep, and one could lose every
+    try until its ``timeout``. Threads of one process queue on a lock instead
+    and start the moment the one before commits; other processes (and writes
+    outside this module) still meet the busy handler. Waiting longer than the
+    connection's ``timeout``, the thread goes on without its turn, as it did
+    before, and the busy handler decides."""
+    turn = _TURNS.setdefault(alias, threading.Lock())
+    timeout = connections[alias].settings_dict["OPTIONS"].get("timeout", 5)
+    queued = turn.acquire(timeout=timeout)
+    try:
+        return func()
+    finally:
+        if queued:
+            turn.release()
 
 
 def retried(func: Callable[[], R]) -> R:

@@ -59,6 +59,7 @@ from tests.concurrency.test_runs_concurrency import (  # noqa: F401
     test_approve_and_reject_racing_on_one_request_store_one_decision,
     test_decide_request_and_rebuild_on_one_run_never_deadlock,
     test_twenty_threads_adding_usage_lose_no_update,
+    test_twenty_threads_writing_one_run_take_turns,
     test_two_creators_of_one_run_id_one_wins_the_other_is_told_it_exists,
 )
 
