@@ -39,6 +39,20 @@ def first_error(detail: Any, path: str = "") -> tuple[str, str]:
     return path, str(detail)
 
 
+# An object the path names that is not there (or that the caller may not see).
+NOT_FOUND = ("Not found.", "not_found")
+
+
+def error_body(
+    detail: str, code: str, field: str | None = None, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"detail": detail, "code": code}
+    if field:
+        body["field"] = field
+    body.update(extra or {})
+    return body
+
+
 def error_response(
     status_code: int,
     detail: str,
@@ -47,11 +61,7 @@ def error_response(
     headers: Mapping[str, str] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> Response:
-    body: dict[str, Any] = {"detail": detail, "code": code}
-    if field:
-        body["field"] = field
-    body.update(extra or {})
-    return Response(body, status=status_code, headers=headers)
+    return Response(error_body(detail, code, field, extra), status=status_code, headers=headers)
 
 
 def drop_broken_connections() -> None:
@@ -71,7 +81,7 @@ def exception_handler(exc: Exception, context: Mapping[str, Any]) -> Response | 
     if isinstance(exc, AgentStateError):
         return error_response(exc.status, exc.detail, exc.code, exc.field, extra=exc.extra())
     if isinstance(exc, Http404):
-        return error_response(404, "Not found.", "not_found")
+        return error_response(404, *NOT_FOUND)
     if isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
     if isinstance(exc, exceptions.ValidationError):

@@ -12,6 +12,7 @@ from django.views.decorators.csrf import csrf_exempt
 
 from .context import views as views_context
 from .docs import AssetView, DocsView, RedocView, SchemaView
+from .errors import NOT_FOUND, error_body
 from .events import views as views_events
 from .oversight import views as views_oversight
 from .pauses import views as views_pauses
@@ -114,7 +115,7 @@ def not_found(request: HttpRequest, **kwargs: Any) -> JsonResponse:
     rather than the site's page. Paths beside them stay the site's, wherever the API
     is mounted."""
     return JsonResponse(
-        {"detail": "Not found.", "code": "not_found"},
+        error_body(*NOT_FOUND),
         status=404,
         json_dumps_params={"separators": (",", ":")},  # as the API renders its JSON
     )
