@@ -43,6 +43,9 @@ DEFAULTS: dict[str, Any] = {
     "WEBHOOK_BACKOFF": timedelta(seconds=5),
     "WEBHOOK_TIMEOUT": timedelta(seconds=10),
     "WEBHOOK_ALLOW_PRIVATE": False,
+    # How long a process gathers the deliveries it hands to the broker into one
+    # message while they keep coming (the first after a quiet spell leaves at once).
+    "WEBHOOK_BATCH_WINDOW": timedelta(milliseconds=50),
     # Events (and their deliveries' attempts) older than this are deleted by the sweep.
     "EVENT_RETENTION": timedelta(days=90),
     # Whether the admin's page of a user shows (and edits) the user's budget.
@@ -67,6 +70,7 @@ DURATIONS = (
     "RETENTION",
     "WEBHOOK_BACKOFF",
     "WEBHOOK_TIMEOUT",
+    "WEBHOOK_BATCH_WINDOW",
     "EVENT_RETENTION",
     "RESUME_LEASE",
 )

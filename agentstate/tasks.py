@@ -17,6 +17,7 @@ registered bridge.
 import atexit
 import contextlib
 import logging
+import math
 import os
 import queue
 import threading
@@ -33,6 +34,7 @@ except ImportError as error:
 from django.db import InterfaceError, OperationalError  # noqa: E402
 
 from agentstate import contrib, signals  # noqa: E402
+from agentstate.conf import agentstate_settings  # noqa: E402
 from agentstate.contrib import resumes  # noqa: E402
 from agentstate.contrib.kept import waiting_on  # noqa: E402
 from agentstate.contrib.service_store import ServiceStore  # noqa: E402
@@ -202,12 +204,11 @@ class _Handoff:
     broker restarted), then left to ``send_webhooks``.
 
     One message (``deliver_webhooks``) carries every id waiting when the thread
-    publishes. The first delivery after a quiet ``WINDOW`` leaves at once; while
-    deliveries keep coming, the thread publishes at most once a ``WINDOW``, so a
-    busy process pays one publish for many deliveries, each delayed by at most
-    that much."""
+    publishes. The first delivery after a quiet ``WEBHOOK_BATCH_WINDOW`` leaves at
+    once; while deliveries keep coming, the thread publishes at most once a
+    window, so a busy process pays one publish for many deliveries, each delayed
+    by at most that much."""
 
-    WINDOW = 0.05  # seconds
     MOST = 1000  # ids in one message
 
     def __init__(self) -> None:
@@ -248,9 +249,10 @@ class _Handoff:
     @classmethod
     def _publish(cls, ids: "queue.Queue[tuple[Celery, int]]") -> None:
         publisher: _Publisher | None = None
-        last = -cls.WINDOW
+        last = -math.inf
         while True:
-            taken = cls._take(ids, until=last + cls.WINDOW)
+            window = agentstate_settings.WEBHOOK_BATCH_WINDOW.total_seconds()
+            taken = cls._take(ids, until=last + window)
             last = time.monotonic()
             by_app: dict[Celery, list[int]] = {}
             for app, delivery_id in taken:

@@ -424,20 +424,25 @@ def test_committed_deliveries_are_handed_to_the_broker_off_the_callers_path(brok
     assert Delivery.objects.count() == 2
 
 
-def test_deliveries_handed_over_while_others_leave_share_a_message(broker, monkeypatch):
+def test_deliveries_handed_over_while_others_leave_share_a_message(broker, settings):
     """The first id after a quiet window leaves at once; what comes within the window
-    after it leaves together, in one message, every id once and in order."""
-    from agentstate.tasks import _Handoff, handoff
+    (``WEBHOOK_BATCH_WINDOW``) after it leaves together, in one message, every id
+    once and in order: here two messages, where the default window (50 ms) sends
+    three."""
+    from agentstate.tasks import handoff
 
     assert handoff.flush(30)
-    monkeypatch.setattr(_Handoff, "WINDOW", 1.0)  # what comes next, well within it
+    settings.AGENTSTATE = {"WEBHOOK_BATCH_WINDOW": timedelta(seconds=1)}
     handoff.put([1])
-    for start in range(2, 42, 10):
+    time.sleep(0.3)
+    handoff.put(list(range(2, 12)))
+    time.sleep(0.3)
+    for start in range(12, 42, 10):
         handoff.put(list(range(start, start + 10)))
     assert handoff.flush(30)
     messages = broker()
     assert _carried(messages) == list(range(1, 42))
-    assert len(messages) <= 2, messages  # the first alone, at most
+    assert [ids for _, (ids,) in messages] == [[1], list(range(2, 42))]
 
 
 @pytest.mark.django_db
