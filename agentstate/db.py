@@ -2,6 +2,7 @@
 
 import functools
 import json
+import os
 import random
 import threading
 import time
@@ -64,8 +65,10 @@ def atomic(alias: str, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) 
     return retried(once)
 
 
-# One lock per SQLite database of this process (by alias).
+# One lock per SQLite database of this process (by alias); a forked child (a
+# server's worker) starts with none, whatever thread of its parent held one.
 _TURNS: dict[str, threading.Lock] = {}
+os.register_at_fork(after_in_child=_TURNS.clear)
 
 
 def in_turn(alias: str, func: Callable[[], R]) -> R:
