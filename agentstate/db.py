@@ -58,10 +58,11 @@ def atomic(alias: str, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) 
         with transaction.atomic(using=alias):
             return func(*args, **kwargs)
 
-    if connections[alias].in_atomic_block:
+    connection = connections[alias]
+    if connection.in_atomic_block:
         return once()
-    if connections[alias].vendor == "sqlite":
-        return retried(lambda: in_turn(alias, once))
+    if connection.vendor == "sqlite":
+        return retried(lambda: in_turn(connection, once))
     return retried(once)
 
 
@@ -71,9 +72,9 @@ _TURNS: dict[str, threading.Lock] = {}
 os.register_at_fork(after_in_child=_TURNS.clear)
 
 
-def in_turn(alias: str, func: Callable[[], R]) -> R:
+def in_turn(connection: Any, func: Callable[[], R]) -> R:
     """``func()`` once the threads of this process that came first to write to
-    SQLite database ``alias`` are done.
+    ``connection``'s SQLite database are done.
 
     SQLite lets one transaction write at a time (``IMMEDIATE``: one at a time
     at all), and one that finds the database locked sleeps in the busy
@@ -84,8 +85,8 @@ def in_turn(alias: str, func: Callable[[], R]) -> R:
     outside this module) still meet the busy handler. Waiting longer than the
     connection's ``timeout``, the thread goes on without its turn, as it did
     before, and the busy handler decides."""
-    turn = _TURNS.setdefault(alias, threading.Lock())
-    timeout = connections[alias].settings_dict["OPTIONS"].get("timeout", 5)
+    turn = _TURNS.setdefault(connection.alias, threading.Lock())
+    timeout = connection.settings_dict["OPTIONS"].get("timeout", 5)
     queued = turn.acquire(timeout=timeout)
     try:
         return func()
