@@ -163,24 +163,28 @@ class _Publisher:
             raise
 
     @classmethod
-    def publishing(
+    def sending(
         cls, publisher: "_Publisher | None", app: Celery, delivery_ids: list[int]
     ) -> "_Publisher":
         """``delivery_ids`` published on ``publisher`` when it is ``app``'s, else on a new
-        one: the publisher, closed when the publish failed."""
+        one, and after a failure once more on a new one (the broker restarted): the
+        publisher to keep. A second failure is raised."""
         if publisher is not None and publisher.app is not app:
             publisher.close()
             publisher = None
-        publisher = publisher or cls(app)
         try:
-            publisher.publish(delivery_ids)
-        except BaseException:
-            publisher.close()
-            raise
+            (publisher := publisher or cls(app)).publish(delivery_ids)
+        except Exception:
+            (publisher := cls(app)).publish(delivery_ids)
         return publisher
 
     def publish(self, delivery_ids: list[int]) -> None:
-        self.app.send_task(deliver_webhooks.name, (delivery_ids,), producer=self._producer)
+        """One message of ``deliver_webhooks``; the publisher is closed when it fails."""
+        try:
+            self.app.send_task(deliver_webhooks.name, (delivery_ids,), producer=self._producer)
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
         # a batch that failed cannot flush: leave it as after an error (discarded)
@@ -259,7 +263,7 @@ class _Handoff:
                 by_app.setdefault(app, []).append(delivery_id)
             for app, delivery_ids in by_app.items():
                 try:
-                    publisher = cls._send(publisher, app, delivery_ids)
+                    publisher = _Publisher.sending(publisher, app, delivery_ids)
                 except Exception:  # noqa: BLE001 - the beat task sends them; keep publishing
                     publisher = None
                     logger.warning(
@@ -281,15 +285,6 @@ class _Handoff:
             while len(taken) < cls.MOST:
                 taken.append(ids.get_nowait())
         return taken
-
-    @staticmethod
-    def _send(publisher: "_Publisher | None", app: Celery, delivery_ids: list[int]) -> "_Publisher":
-        """Publish on ``publisher``, or on a new one (none, another app's, or once more
-        after it failed: the broker restarted): the publisher to keep."""
-        try:
-            return _Publisher.publishing(publisher, app, delivery_ids)
-        except Exception:
-            return _Publisher.publishing(None, app, delivery_ids)
 
 
 handoff = _Handoff()
