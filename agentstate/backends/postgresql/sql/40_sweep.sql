@@ -5,13 +5,18 @@
 -- progress; a row changed meanwhile no longer matches once it is locked, so
 -- a pause is claimed or expired, never both. The expiring statements write
 -- one event per row they changed and answer {"count", "events"}.
+--
+-- A batch changes its rows, and their dependent rows, by the batch's ids (= ANY
+-- of an array: an index lookup each), never by a join with the batch: over a
+-- table not much larger than a batch the planner hashes the whole table for the
+-- join, so that every batch would read it all again and a sweep would grow with
+-- the square of its backlog (tests/backends/test_sweep_plans.py).
 
 -- Pauses by expiry then id, from the one after (p_after_expires, p_after_id) (NULL:
 -- the first): each batch starts where the last ended, so that it reads its own rows
 -- only, never the index entries of the rows batches before it expired (dead until
--- vacuumed); and the batch is updated by its ids (= ANY of an array: an index
--- lookup each), where a join with the batch would hash the whole table. Answers
--- "after", where the next batch starts, and with p_events the events.
+-- vacuumed). Answers "after", where the next batch starts, and with p_events the
+-- events.
 CREATE FUNCTION agentstate_expire_pauses(
     p_size integer, p_actor text, p_after_expires timestamptz, p_after_id bigint,
     p_events boolean
@@ -56,8 +61,8 @@ LANGUAGE sql AS $$
         ORDER BY created_at LIMIT p_size
         FOR UPDATE SKIP LOCKED
     ), expired AS (
-        UPDATE agentstate_approvalrequest request SET status = 'expired' FROM batch
-        WHERE request.id = batch.id
+        UPDATE agentstate_approvalrequest request SET status = 'expired'
+        WHERE request.id = ANY (ARRAY(SELECT id FROM batch))
         RETURNING request.id, request.run_id, request.created_by_id, request.tool_name,
                   request.call_id
     ), logged AS (
@@ -66,10 +71,12 @@ LANGUAGE sql AS $$
              created_at)
         SELECT 'approval.expired', p_actor, NULL, 'approvalrequest', expired.id::text,
                expired.created_by_id, '',
-               jsonb_build_object('run_id', run.run_id, 'tool_name', expired.tool_name,
-                                  'call_id', expired.call_id),
+               jsonb_build_object(
+                   'run_id', (SELECT run.run_id FROM agentstate_run run
+                              WHERE run.id = expired.run_id),
+                   'tool_name', expired.tool_name, 'call_id', expired.call_id),
                now()
-        FROM expired JOIN agentstate_run run ON run.id = expired.run_id
+        FROM expired
         RETURNING agentstate_event.*
     )
     SELECT jsonb_build_object(
@@ -87,7 +94,7 @@ LANGUAGE sql AS $$
         LIMIT p_size
         FOR UPDATE SKIP LOCKED
     ), purged AS (
-        DELETE FROM agentstate_pausedrun pause USING batch WHERE pause.id = batch.id
+        DELETE FROM agentstate_pausedrun pause WHERE pause.id = ANY (ARRAY(SELECT id FROM batch))
         RETURNING pause.id
     )
     SELECT jsonb_build_object('count', count(*)) FROM purged
@@ -101,12 +108,15 @@ LANGUAGE sql AS $$
         ORDER BY created_at LIMIT p_size
         FOR UPDATE SKIP LOCKED
     ), attempts AS (
-        DELETE FROM agentstate_deliveryattempt attempt USING agentstate_delivery delivery, batch
-        WHERE attempt.delivery_id = delivery.id AND delivery.event_id = batch.id
+        DELETE FROM agentstate_deliveryattempt attempt
+        WHERE attempt.delivery_id = ANY (ARRAY(
+            SELECT delivery.id FROM agentstate_delivery delivery
+            WHERE delivery.event_id = ANY (ARRAY(SELECT id FROM batch))))
     ), deliveries AS (
-        DELETE FROM agentstate_delivery delivery USING batch WHERE delivery.event_id = batch.id
+        DELETE FROM agentstate_delivery delivery
+        WHERE delivery.event_id = ANY (ARRAY(SELECT id FROM batch))
     ), purged AS (
-        DELETE FROM agentstate_event event USING batch WHERE event.id = batch.id
+        DELETE FROM agentstate_event event WHERE event.id = ANY (ARRAY(SELECT id FROM batch))
         RETURNING event.id
     )
     SELECT jsonb_build_object('count', count(*)) FROM purged

@@ -371,7 +371,8 @@ END $$;
 
 -- The sweep: one batch of threads last put more than p_ttl ago (updated_at older than
 -- p_ttl and the minute a put may leave it unchanged), with everything they hold (a
--- thread being written is locked, so skipped).
+-- thread being written is locked, so skipped), each table's rows by the batch's ids
+-- (40_sweep.sql says why).
 CREATE FUNCTION agentstate_purge_threads(p_size integer, p_ttl interval) RETURNS jsonb
 LANGUAGE sql AS $$
     WITH batch AS (
@@ -380,13 +381,15 @@ LANGUAGE sql AS $$
         ORDER BY updated_at LIMIT p_size
         FOR UPDATE SKIP LOCKED
     ), writes AS (
-        DELETE FROM agentstate_checkpointwrite w USING batch WHERE w.thread_id = batch.id
+        DELETE FROM agentstate_checkpointwrite w
+        WHERE w.thread_id = ANY (ARRAY(SELECT id FROM batch))
     ), blobs AS (
-        DELETE FROM agentstate_checkpointblob b USING batch WHERE b.thread_id = batch.id
+        DELETE FROM agentstate_checkpointblob b
+        WHERE b.thread_id = ANY (ARRAY(SELECT id FROM batch))
     ), checkpoints AS (
-        DELETE FROM agentstate_checkpoint c USING batch WHERE c.thread_id = batch.id
+        DELETE FROM agentstate_checkpoint c WHERE c.thread_id = ANY (ARRAY(SELECT id FROM batch))
     ), gone AS (
-        DELETE FROM agentstate_thread t USING batch WHERE t.id = batch.id RETURNING 1
+        DELETE FROM agentstate_thread t WHERE t.id = ANY (ARRAY(SELECT id FROM batch)) RETURNING 1
     )
     SELECT jsonb_build_object('count', count(*)) FROM gone
 $$;
@@ -407,9 +410,9 @@ LANGUAGE sql AS $$
         LIMIT p_size
         FOR UPDATE OF v SKIP LOCKED
     ), elements AS (
-        DELETE FROM agentstate_element e USING batch WHERE e.variable_id = batch.id
+        DELETE FROM agentstate_element e WHERE e.variable_id = ANY (ARRAY(SELECT id FROM batch))
     ), gone AS (
-        DELETE FROM agentstate_variable v USING batch WHERE v.id = batch.id RETURNING 1
+        DELETE FROM agentstate_variable v WHERE v.id = ANY (ARRAY(SELECT id FROM batch)) RETURNING 1
     )
     SELECT jsonb_build_object('count', count(*)) FROM gone
 $$;
