@@ -715,10 +715,13 @@ class Backend(abc.ABC):
         and writes; how many threads."""
 
     @abc.abstractmethod
-    def purge_store_items(self, size: int, now: float) -> int:
+    def purge_store_items(self, size: int, now: float, after: Any = None) -> Changed[int]:
         """Delete the LangGraph store's items (the variables of the site's scopes keyed
         ``STORE_PREFIX``...) whose ``expires_at`` (epoch seconds, in the value) is at
-        most ``now``; how many."""
+        most ``now``, by scope then name, the batch after the one that answered
+        ``after`` (``Changed.after``; ``None``: from the first): the expiry is in each
+        item's value, with no index, so a sweep reads each item once only by going on
+        where the last batch ended. Value: how many."""
 
     @abc.abstractmethod
     def purge_events(self, size: int, retention: timedelta) -> int:

@@ -26,6 +26,7 @@ expiry itself. The sweep makes the state visible and keeps tables small.
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from django.db import models
 
@@ -105,19 +106,26 @@ def sweep(*, batch_size: int | None = None, progress: Progress | None = None) ->
     )
 
 
+def _going_on(operation: Callable[[int, Any], Changed[int]]) -> Callable[[int], Changed[int]]:
+    """``operation(size, after)`` as one batch after another, each from where the last
+    ended (``Changed.after``)."""
+    after = None
+
+    def batch(n: int) -> Changed[int]:
+        nonlocal after
+        changed = operation(n, after)
+        after = changed.after
+        return changed
+
+    return batch
+
+
 def _expire_pauses(store: Backend, size: int, progress: Progress | None) -> int:
     """The pauses past expiry, each batch from where the last ended; their events built
     and announced only when a receiver listens to their signals."""
     answer = events.heard("pause.expired", PausedRun)
-    after = None
-
-    def batch(n: int) -> int:
-        nonlocal after
-        changed = store.expire_pauses(n, after, answer)
-        after = changed.after
-        return _announced(changed, PausedRun)
-
-    return _in_batches(batch, size, "expired pauses", progress)
+    batch = _going_on(lambda n, after: store.expire_pauses(n, after, answer))
+    return _in_batches(lambda n: _announced(batch(n), PausedRun), size, "expired pauses", progress)
 
 
 def apply_deadlines(store: Backend, size: int, progress: Progress | None = None) -> int:
@@ -138,8 +146,8 @@ def apply_deadlines(store: Backend, size: int, progress: Progress | None = None)
 
 
 def purge_store_items(store: Backend, size: int, progress: Progress | None = None) -> int:
-    """Delete the LangGraph store's expired items, ``size`` per batch; how many."""
+    """Delete the LangGraph store's expired items, ``size`` per batch, each batch from
+    where the last ended (each item read once); how many."""
     now = time.time()
-    return _in_batches(
-        lambda n: store.purge_store_items(n, now), size, "purged store items", progress
-    )
+    batch = _going_on(lambda n, after: store.purge_store_items(n, now, after))
+    return _in_batches(lambda n: batch(n).value, size, "purged store items", progress)

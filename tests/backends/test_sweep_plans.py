@@ -13,6 +13,11 @@ Each test fills a table with rows the sweep keeps beside the rows it removes, th
 counts the rows the sweep's statements read by sequential scans of each table
 (``pg_stat_xact_user_tables``): fewer than the table holds means no batch read it
 whole.
+
+The store's expired items have no index (their expiry is in their JSON): a batch
+finds them by reading the items, from where the last batch ended, so that a sweep
+reads each item once (from the first item each time, it read every item that is
+not expired again for every batch).
 """
 
 from datetime import timedelta
@@ -20,7 +25,9 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from agentstate.models import Variable
 from agentstate.services.sweep import sweep
+from agentstate.types import STORE_PREFIX
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
 
@@ -34,24 +41,25 @@ def execute(sql: str, params=()) -> None:
         cursor.execute(sql, params)
 
 
-def read_sequentially(*tables: str) -> dict[str, int]:
-    """This transaction's rows read by sequential scans of ``tables``, by table."""
+def read_sequentially(*tables: str, column: str = "seq_tup_read") -> dict[str, int]:
+    """This transaction's rows read by sequential scans of ``tables`` (or as
+    ``column`` of ``pg_stat_xact_user_tables`` counts them), by table."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT relname, seq_tup_read FROM pg_stat_xact_user_tables WHERE relname = ANY(%s)",
+            f"SELECT relname, {column} FROM pg_stat_xact_user_tables WHERE relname = ANY(%s)",
             [list(tables)],
         )
         return dict(cursor.fetchall())
 
 
-def swept(*tables: str) -> dict[str, int]:
+def swept(*tables: str, column: str = "seq_tup_read") -> dict[str, int]:
     """The statistics of ``tables`` made (the planner then knows their size), the
-    sweep run in batches of 1,000: the rows it read sequentially of each table."""
+    sweep run in batches of 1,000: the rows it read of each table (``column``)."""
     for table in tables:
         execute(f"ANALYZE {table}")
-    before = read_sequentially(*tables)
+    before = read_sequentially(*tables, column=column)
     sweep(batch_size=1000)
-    after = read_sequentially(*tables)
+    after = read_sequentially(*tables, column=column)
     return {table: after.get(table, 0) - before.get(table, 0) for table in tables}
 
 
@@ -136,3 +144,22 @@ def test_each_batch_of_threads_past_their_ttl_reads_its_own_rows(settings):
         assert cursor.fetchone() == (KEPT,)
     for table in tables:
         assert read[table] < KEPT, read
+
+
+def test_a_sweep_reads_each_store_item_once():
+    execute(
+        "INSERT INTO agentstate_scope (key, created_at) VALUES (%s, now())", [STORE_PREFIX + "ns"]
+    )
+    # SWEPT expired items among KEPT others, spread through the scope by name
+    execute(
+        "INSERT INTO agentstate_variable (scope_id, name, is_list, value, head, tail, version,"
+        " updated_at, updated_by) SELECT (SELECT max(id) FROM agentstate_scope),"
+        " 'item-' || lpad(i::text, 6, '0'), false,"
+        " jsonb_build_object('value', i, 'expires_at', CASE WHEN i %% %s < %s THEN 1 ELSE 9e12 END),"
+        " 0, 0, 1, now(), '' FROM generate_series(1, %s) AS i",
+        [(KEPT + SWEPT) // 1000, SWEPT // 1000, KEPT + SWEPT],  # 3 in every 23
+    )
+    before = Variable.objects.count()
+    fetched = swept("agentstate_variable", column="coalesce(idx_tup_fetch, 0) + seq_tup_read")
+    assert before - Variable.objects.count() == SWEPT
+    assert fetched["agentstate_variable"] < 1.5 * before, fetched

@@ -137,3 +137,18 @@ def test_the_sweep_deletes_expired_items_in_batches_and_keeps_the_rest(store, al
     assert "purged store items: 1" in out.getvalue()
     assert store.list_namespaces() == [("t", "b")]
     assert store.sweep_ttl() == 0
+
+
+def test_the_sweep_goes_on_across_namespaces_from_where_each_batch_ended(store, monkeypatch):
+    # In each of three namespaces, expired items between kept ones (by name), so that
+    # batches of two end inside a namespace and between two of them.
+    for ns in ("a", "b", "c"):
+        for i in range(7):
+            store.put(("many", ns), f"k{i}", {"v": i}, ttl=1 if i % 2 else None)
+    later = time.time() + 120
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert store.sweep_ttl(batch_size=2) == 9
+    assert sweep(batch_size=2).purged_store_items == 0
+    assert sorted(Variable.objects.values_list("scope__key", "name")) == [
+        (f"langgraph:many.{ns}", f"k{i}") for ns in ("a", "b", "c") for i in (0, 2, 4, 6)
+    ]

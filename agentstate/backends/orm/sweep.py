@@ -21,6 +21,7 @@ from agentstate.models import (
     Element,
     Event,
     PausedRun,
+    Scope,
     Variable,
 )
 from agentstate.types import STORE_PREFIX, SWEEPER
@@ -141,21 +142,35 @@ class SweepOperations(Operations):
             self.rows(Event).filter(pk__in=old).delete()
         return len(old)
 
-    def purge_store_items(self, size: int, now: float) -> int:
-        return self.atomic(self._purge_store_items, size, now)
+    def purge_store_items(self, size: int, now: float, after: Any = None) -> Changed[int]:
+        return self.atomic(self._purge_store_items, size, now, after)
 
-    def _purge_store_items(self, size: int, now: float) -> int:
-        expired = list(
-            self.lock_own(self.rows(Variable), skip_locked=True)
-            .filter(
-                scope__owner__isnull=True,
-                scope__key__startswith=STORE_PREFIX,
-                value__expires_at__lte=now,
-            )
-            .order_by()
-            .values_list("pk", flat=True)[:size]
+    def _purge_store_items(self, size: int, now: float, after: Any) -> Changed[int]:
+        after_scope, after_name = after or (0, "")  # names are never ""
+        scopes = (
+            self.rows(Scope)
+            .filter(owner__isnull=True, key__startswith=STORE_PREFIX, pk__gte=after_scope)
+            .order_by("pk")
+            .values_list("pk", flat=True)
         )
+        expired: list[int] = []
+        resume = None
+        for scope_id in scopes.iterator(chunk_size=100):
+            found = list(
+                self.lock_own(self.rows(Variable), skip_locked=True)
+                .filter(
+                    scope_id=scope_id,
+                    name__gt=after_name if scope_id == after_scope else "",
+                    value__expires_at__lte=now,
+                )
+                .order_by("name")
+                .values_list("pk", "name")[: size - len(expired)]
+            )
+            expired += [pk for pk, _name in found]
+            if len(expired) >= size:
+                resume = (scope_id, found[-1][1])
+                break
         if expired:
             self.rows(Element).filter(variable_id__in=expired).delete()
             self.rows(Variable).filter(pk__in=expired).delete()
-        return len(expired)
+        return Changed(len(expired), [], resume)

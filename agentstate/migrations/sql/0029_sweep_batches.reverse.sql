@@ -83,7 +83,9 @@ LANGUAGE sql AS $$
     SELECT jsonb_build_object('count', count(*)) FROM gone
 $$;
 
-CREATE OR REPLACE FUNCTION agentstate_purge_store_items(
+DROP FUNCTION agentstate_purge_store_items(integer, text, double precision, bigint, text);
+
+CREATE FUNCTION agentstate_purge_store_items(
     p_size integer, p_prefix text, p_now double precision
 ) RETURNS jsonb
 LANGUAGE sql AS $$

@@ -2,7 +2,9 @@
 -- batch's ids (= ANY of an array: an index lookup each), never by a join with the
 -- batch, which the planner answered with a hash of the whole table wherever the
 -- table was not much larger than a batch: every batch read it all again. The
--- approval requests' expiry reads each one's run by its id.
+-- approval requests' expiry reads each one's run by its id. The store's expired
+-- items are found by scope then name from where the last batch ended, so that a
+-- sweep reads each item once (it read every item that is not expired each batch).
 
 CREATE OR REPLACE FUNCTION agentstate_expire_approval_requests(
     p_size integer, p_ttl interval, p_actor text
@@ -94,22 +96,46 @@ LANGUAGE sql AS $$
     SELECT jsonb_build_object('count', count(*)) FROM gone
 $$;
 
-CREATE OR REPLACE FUNCTION agentstate_purge_store_items(
-    p_size integer, p_prefix text, p_now double precision
+DROP FUNCTION agentstate_purge_store_items(integer, text, double precision);
+
+CREATE FUNCTION agentstate_purge_store_items(
+    p_size integer, p_prefix text, p_now double precision, p_after_scope bigint,
+    p_after_name text
 ) RETURNS jsonb
-LANGUAGE sql AS $$
-    WITH batch AS (
-        SELECT v.id FROM agentstate_variable v
-        JOIN agentstate_scope s ON s.id = v.scope_id
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
+DECLARE
+    sid bigint;
+    from_name text;  -- the item the scope is read after ('': its first; names are never '')
+    found bigint[];
+    last_name text;
+    ids bigint[] := '{}';
+    resume jsonb;  -- where the next batch starts: none once the items are read to the end
+BEGIN
+    FOR sid IN
+        SELECT s.id FROM agentstate_scope s
         WHERE s.owner_id IS NULL AND starts_with(s.key, p_prefix)
-          AND jsonb_typeof(v.value -> 'expires_at') = 'number'
-          AND (v.value ->> 'expires_at')::double precision <= p_now
-        LIMIT p_size
-        FOR UPDATE OF v SKIP LOCKED
-    ), elements AS (
-        DELETE FROM agentstate_element e WHERE e.variable_id = ANY (ARRAY(SELECT id FROM batch))
-    ), gone AS (
-        DELETE FROM agentstate_variable v WHERE v.id = ANY (ARRAY(SELECT id FROM batch)) RETURNING 1
-    )
-    SELECT jsonb_build_object('count', count(*)) FROM gone
-$$;
+          AND s.id >= coalesce(p_after_scope, 0)
+        ORDER BY s.id
+    LOOP
+        from_name := CASE WHEN sid = p_after_scope THEN p_after_name ELSE '' END;
+        SELECT coalesce(array_agg(v.id ORDER BY v.name), '{}'), max(v.name)
+        INTO found, last_name
+        FROM (
+            SELECT v.id, v.name FROM agentstate_variable v
+            WHERE v.scope_id = sid AND v.name > from_name
+              AND jsonb_typeof(v.value -> 'expires_at') = 'number'
+              AND (v.value ->> 'expires_at')::double precision <= p_now
+            ORDER BY v.name LIMIT p_size - cardinality(ids)
+            FOR UPDATE SKIP LOCKED
+        ) v;
+        ids := ids || found;
+        IF cardinality(ids) >= p_size THEN
+            resume := jsonb_build_array(sid, last_name);
+            EXIT;
+        END IF;
+    END LOOP;
+    DELETE FROM agentstate_element WHERE variable_id = ANY (ids);
+    DELETE FROM agentstate_variable WHERE id = ANY (ids);
+    RETURN jsonb_build_object('count', cardinality(ids), 'after', resume);
+END $$;

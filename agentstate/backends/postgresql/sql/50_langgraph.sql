@@ -396,26 +396,54 @@ $$;
 
 -- The sweep: one batch of the store's items (AgentStateStore: the variables of
 -- the site's scopes keyed p_prefix...) whose expires_at (epoch seconds) is at
--- most p_now (an item being written is locked, so skipped).
+-- most p_now (an item being written is locked, so skipped), by scope then name
+-- from the one after (p_after_scope, p_after_name) (NULL: the first). The expiry
+-- is inside each item's JSON, with no index, so a batch finds its items by reading
+-- the store's items in turn: each batch goes on where the last ended, so that a
+-- sweep reads each item once however many batches it takes (begun from the first
+-- item each time, every batch read again every item that is not expired).
+-- Answers {"count", "after"}.
 CREATE FUNCTION agentstate_purge_store_items(
-    p_size integer, p_prefix text, p_now double precision
+    p_size integer, p_prefix text, p_now double precision, p_after_scope bigint,
+    p_after_name text
 ) RETURNS jsonb
-LANGUAGE sql AS $$
-    WITH batch AS (
-        SELECT v.id FROM agentstate_variable v
-        JOIN agentstate_scope s ON s.id = v.scope_id
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
+DECLARE
+    sid bigint;
+    from_name text;  -- the item the scope is read after ('': its first; names are never '')
+    found bigint[];
+    last_name text;
+    ids bigint[] := '{}';
+    resume jsonb;  -- where the next batch starts: none once the items are read to the end
+BEGIN
+    FOR sid IN
+        SELECT s.id FROM agentstate_scope s
         WHERE s.owner_id IS NULL AND starts_with(s.key, p_prefix)
-          AND jsonb_typeof(v.value -> 'expires_at') = 'number'
-          AND (v.value ->> 'expires_at')::double precision <= p_now
-        LIMIT p_size
-        FOR UPDATE OF v SKIP LOCKED
-    ), elements AS (
-        DELETE FROM agentstate_element e WHERE e.variable_id = ANY (ARRAY(SELECT id FROM batch))
-    ), gone AS (
-        DELETE FROM agentstate_variable v WHERE v.id = ANY (ARRAY(SELECT id FROM batch)) RETURNING 1
-    )
-    SELECT jsonb_build_object('count', count(*)) FROM gone
-$$;
+          AND s.id >= coalesce(p_after_scope, 0)
+        ORDER BY s.id
+    LOOP
+        from_name := CASE WHEN sid = p_after_scope THEN p_after_name ELSE '' END;
+        SELECT coalesce(array_agg(v.id ORDER BY v.name), '{}'), max(v.name)
+        INTO found, last_name
+        FROM (
+            SELECT v.id, v.name FROM agentstate_variable v
+            WHERE v.scope_id = sid AND v.name > from_name
+              AND jsonb_typeof(v.value -> 'expires_at') = 'number'
+              AND (v.value ->> 'expires_at')::double precision <= p_now
+            ORDER BY v.name LIMIT p_size - cardinality(ids)
+            FOR UPDATE SKIP LOCKED
+        ) v;
+        ids := ids || found;
+        IF cardinality(ids) >= p_size THEN
+            resume := jsonb_build_array(sid, last_name);
+            EXIT;
+        END IF;
+    END LOOP;
+    DELETE FROM agentstate_element WHERE variable_id = ANY (ids);
+    DELETE FROM agentstate_variable WHERE id = ANY (ids);
+    RETURN jsonb_build_object('count', cardinality(ids), 'after', resume);
+END $$;
 
 -- Whether a checkpoint holds a value of the channel: in its JSON, in its values
 -- (named by values_held), or a row (earlier releases).
