@@ -266,10 +266,18 @@ def report(results: dict) -> None:
     sweep_report(results)
 
 
+# The sweeps measured at two sizes: each one's key in the results, and what it sweeps.
+SWEEPS = (
+    ("sweep", "expired pauses"),
+    ("retention", "events past retention"),
+    ("store", "store items past their TTL (among as many not)"),
+)
+
+
 def sweep_report(results: dict) -> None:
     """The sweeps' lines: each one's time, peak memory growth and batches, and the
     larger over the smaller."""
-    for what, label in (("sweep", "expired pauses"), ("retention", "events past retention")):
+    for what, label in SWEEPS:
         for rows, f in results[what].items():
             cpu = (
                 f" (CPU {f['client_cpu_seconds']:.1f} s client, {f['server_cpu_seconds']:.1f} s"
@@ -398,7 +406,7 @@ def markdown(results: dict) -> str:
     lines += [
         f"| {int(rows):,} {label} | {f['seconds']:.1f} s | {latency(f, 'batch_', '_ms')} "
         f"| {f['peak_mib']:.0f} MiB |"
-        for what, label in (("sweep", "expired pauses"), ("retention", "events past retention"))
+        for what, label in SWEEPS
         for rows, f in results[what].items()
     ]
     return "\n".join(lines) + "\n"
@@ -508,10 +516,11 @@ def main() -> None:
         ("push_pop", lambda: push_pop(results, args.quick)),
         ("sweep", lambda: {str(rows): scale.expiry_sweep(rows) for rows in sweeps}),
         ("retention", lambda: {str(rows): scale.retention_sweep(rows) for rows in sweeps}),
+        ("store", lambda: {str(rows): scale.store_sweep(rows) for rows in sweeps}),
         ("sessions", lambda: sessions.measure(seconds)),
     ]
     if args.sweep_only:
-        steps = [step for step in steps if step[0] in ("sweep", "retention")]
+        steps = [step for step in steps if step[0] in dict(SWEEPS)]
     for name, step in steps:
         print(f"{name}...", flush=True)
         results[name] = step()

@@ -119,6 +119,44 @@ def expiry_sweep(rows: int) -> dict[str, float]:
     return _figures(figures, filled)
 
 
+def store_sweep(rows: int) -> dict[str, float]:
+    """Sweep ``rows`` LangGraph store items past their TTL, among as many that are not,
+    in 100 namespaces, in a fresh process: its time and peak memory growth (a batch
+    finds its items by reading the store's items from where the last ended)."""
+    from agentstate.types import STORE_PREFIX
+
+    namespaces = f"{STORE_PREFIX}{TAG}-sweep-{rows}-"
+    began = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO agentstate_scope (key, created_at)"
+            " SELECT %s || n, now() FROM generate_series(1, 100) AS n",
+            [namespaces],
+        )
+        cursor.execute(
+            "INSERT INTO agentstate_variable (scope_id, name, is_list, value, head, tail,"
+            " version, updated_at, updated_by)"
+            " SELECT s.id, 'item-' || i, false, jsonb_build_object('value',"
+            " jsonb_build_object('step', i), 'expires_at', CASE WHEN i %% 2 = 0 THEN 1.0"
+            " ELSE 9e12 END), 0, 0, 1, now(), 'bench'"
+            " FROM agentstate_scope s, generate_series(1, %s) AS i WHERE starts_with(s.key, %s)",
+            [2 * rows // 100, namespaces],
+        )
+    _settled()
+    filled = time.perf_counter() - began
+    figures = _in_fresh_process()
+    if figures["purged_store_items"] != rows:
+        raise RuntimeError(f"the sweep deleted {figures['purged_store_items']} items, not {rows}")
+    with connection.cursor() as cursor:  # leave the tables as they were for the next figure
+        cursor.execute(
+            "DELETE FROM agentstate_variable WHERE scope_id IN"
+            " (SELECT id FROM agentstate_scope WHERE starts_with(key, %s))",
+            [namespaces],
+        )
+        cursor.execute("DELETE FROM agentstate_scope WHERE starts_with(key, %s)", [namespaces])
+    return _figures(figures, filled)
+
+
 def retention_sweep(rows: int) -> dict[str, float]:
     """Sweep ``rows`` events past ``EVENT_RETENTION`` in a fresh process: time and peak
     memory growth (the deletion goes in batches, so memory stays flat)."""

@@ -1,5 +1,6 @@
 # Each batch of the sweep changes its rows by their ids, never by a join that may
-# read the whole table (PostgreSQL).
+# read the whole table, and the store's expired items are found from where the last
+# batch ended (PostgreSQL).
 
 from django.db import migrations
 
