@@ -41,9 +41,9 @@ def execute(sql: str, params=()) -> None:
         cursor.execute(sql, params)
 
 
-def read_sequentially(*tables: str, column: str = "seq_tup_read") -> dict[str, int]:
-    """This transaction's rows read by sequential scans of ``tables`` (or as
-    ``column`` of ``pg_stat_xact_user_tables`` counts them), by table."""
+def rows_read(*tables: str, column: str = "seq_tup_read") -> dict[str, int]:
+    """This transaction's rows read of ``tables``, by table, as ``column`` of
+    ``pg_stat_xact_user_tables`` counts them (by default: by sequential scans)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT relname, {column} FROM pg_stat_xact_user_tables WHERE relname = ANY(%s)",
@@ -57,9 +57,9 @@ def swept(*tables: str, column: str = "seq_tup_read") -> dict[str, int]:
     sweep run in batches of 1,000: the rows it read of each table (``column``)."""
     for table in tables:
         execute(f"ANALYZE {table}")
-    before = read_sequentially(*tables, column=column)
+    before = rows_read(*tables, column=column)
     sweep(batch_size=1000)
-    after = read_sequentially(*tables, column=column)
+    after = rows_read(*tables, column=column)
     return {table: after.get(table, 0) - before.get(table, 0) for table in tables}
 
 
