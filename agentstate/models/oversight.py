@@ -78,7 +78,9 @@ class ApprovalRule(models.Model):
         help_text=_("Its members may decide too once escalate_after has passed."),
     )
     created_at = models.DateTimeField(_("created at"), db_default=Now())
-    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    # By the database's clock, as created_at: each save sets it to Now()
+    # (agentstate.backends.orm.oversight), never the clock of the process saving.
+    updated_at = models.DateTimeField(_("updated at"), db_default=Now())
 
     class Meta:
         verbose_name = _("approval rule")

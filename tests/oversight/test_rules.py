@@ -44,6 +44,23 @@ def test_create_change_delete_write_events(alice, payments_team):
     assert change.details["changed"] == {"deadline": 3600, "on_deadline": "reject"}
 
 
+def test_a_rules_times_are_by_the_databases_clock(monkeypatch):
+    # The process's clock a day behind: what it would write shows.
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    behind = timezone.now() - timedelta(days=1)
+    monkeypatch.setattr(timezone, "now", lambda: behind)
+    rule = oversight.create_rule("pay")
+    assert rule.updated_at == rule.created_at  # one statement, one database time
+    assert rule.created_at - behind > timedelta(hours=23)
+    changed = oversight.change_rule(rule, deadline=3600)
+    stored = ApprovalRule.objects.get(pk=rule.pk)
+    assert changed.updated_at == stored.updated_at > rule.updated_at
+    assert stored.updated_at - behind > timedelta(hours=23)
+
+
 def test_refusals():
     oversight.create_rule("pay")
     with pytest.raises(RuleExists):

@@ -224,6 +224,7 @@ class OversightOperations(Operations):
         writer takes the tool first."""
         if self.rows(ApprovalRule).filter(tool_name=rule.tool_name).exclude(pk=rule.pk).exists():
             raise RuleExists.of(tool_name=rule.tool_name)
+        rule.updated_at = Now()  # the database's clock, as created_at's; read back below
         try:
             with transaction.atomic(using=self.alias):
                 rule.save(using=self.alias)
