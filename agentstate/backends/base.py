@@ -138,7 +138,8 @@ def unpacked(kind: str, value: bytes) -> tuple[str, bytes]:
 @dataclass(frozen=True)
 class Changed(Generic[T]):
     """An operation's result and the events it appended (in its transaction);
-    ``after``: where a sweep's next batch starts (``expire_pauses``)."""
+    ``after``: where a sweep's next batch starts (``expire_pauses``,
+    ``purge_store_items``)."""
 
     value: T
     events: list[Event]
