@@ -3,6 +3,7 @@
 import multiprocessing
 import resource
 import time
+from collections.abc import Callable
 
 from django.db import connection, connections
 
@@ -105,18 +106,28 @@ def _settled() -> None:
         cursor.execute("CHECKPOINT")
 
 
-def expiry_sweep(rows: int) -> dict[str, float]:
-    """Sweep ``rows`` expired pauses in a fresh process: its time and peak memory growth."""
+def _swept(rows: int, counted: str, made: Callable[[], None]) -> dict[str, float]:
+    """``made()`` (the rows to sweep), settled, then swept in a fresh process: the
+    sweep's figures and the fill's time, once the sweep counted ``rows`` as
+    ``counted`` (a ``SweepResult`` field)."""
     began = time.perf_counter()
-    fill.pauses(f"{TAG}-sweep-{rows}", rows, expired=True)
+    made()
     _settled()
     filled = time.perf_counter() - began
     figures = _in_fresh_process()
-    if figures["expired_pauses"] != rows:
-        raise RuntimeError(f"the sweep expired {figures['expired_pauses']} pauses, not {rows}")
+    if figures[counted] != rows:
+        raise RuntimeError(f"the sweep counted {figures[counted]} {counted}, not {rows}")
+    return _figures(figures, filled)
+
+
+def expiry_sweep(rows: int) -> dict[str, float]:
+    """Sweep ``rows`` expired pauses in a fresh process: its time and peak memory growth."""
+    figures = _swept(
+        rows, "expired_pauses", lambda: fill.pauses(f"{TAG}-sweep-{rows}", rows, expired=True)
+    )
     with connection.cursor() as cursor:  # leave the tables small for the next figure
         cursor.execute("TRUNCATE agentstate_pausedrun, agentstate_event CASCADE")
-    return _figures(figures, filled)
+    return figures
 
 
 def store_sweep(rows: int) -> dict[str, float]:
@@ -126,27 +137,26 @@ def store_sweep(rows: int) -> dict[str, float]:
     from agentstate.types import STORE_PREFIX
 
     namespaces = f"{STORE_PREFIX}{TAG}-sweep-{rows}-"
-    began = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO agentstate_scope (key, created_at)"
-            " SELECT %s || n, now() FROM generate_series(1, 100) AS n",
-            [namespaces],
-        )
-        cursor.execute(
-            "INSERT INTO agentstate_variable (scope_id, name, is_list, value, head, tail,"
-            " version, updated_at, updated_by)"
-            " SELECT s.id, 'item-' || i, false, jsonb_build_object('value',"
-            " jsonb_build_object('step', i), 'expires_at', CASE WHEN i %% 2 = 0 THEN 1.0"
-            " ELSE 9e12 END), 0, 0, 1, now(), 'bench'"
-            " FROM agentstate_scope s, generate_series(1, %s) AS i WHERE starts_with(s.key, %s)",
-            [2 * rows // 100, namespaces],
-        )
-    _settled()
-    filled = time.perf_counter() - began
-    figures = _in_fresh_process()
-    if figures["purged_store_items"] != rows:
-        raise RuntimeError(f"the sweep deleted {figures['purged_store_items']} items, not {rows}")
+
+    def made() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO agentstate_scope (key, created_at)"
+                " SELECT %s || n, now() FROM generate_series(1, 100) AS n",
+                [namespaces],
+            )
+            cursor.execute(
+                "INSERT INTO agentstate_variable (scope_id, name, is_list, value, head, tail,"
+                " version, updated_at, updated_by)"
+                " SELECT s.id, 'item-' || i, false, jsonb_build_object('value',"
+                " jsonb_build_object('step', i), 'expires_at', CASE WHEN i %% 2 = 0 THEN 1.0"
+                " ELSE 9e12 END), 0, 0, 1, now(), 'bench'"
+                " FROM agentstate_scope s, generate_series(1, %s) AS i"
+                " WHERE starts_with(s.key, %s)",
+                [2 * rows // 100, namespaces],
+            )
+
+    figures = _swept(rows, "purged_store_items", made)
     with connection.cursor() as cursor:  # leave the tables as they were for the next figure
         cursor.execute(
             "DELETE FROM agentstate_variable WHERE scope_id IN"
@@ -154,24 +164,21 @@ def store_sweep(rows: int) -> dict[str, float]:
             [namespaces],
         )
         cursor.execute("DELETE FROM agentstate_scope WHERE starts_with(key, %s)", [namespaces])
-    return _figures(figures, filled)
+    return figures
 
 
 def retention_sweep(rows: int) -> dict[str, float]:
     """Sweep ``rows`` events past ``EVENT_RETENTION`` in a fresh process: time and peak
     memory growth (the deletion goes in batches, so memory stays flat)."""
-    began = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO agentstate_event (kind, actor, object_type, object_id, owner, details,"
-            " created_at) SELECT 'context.put', 'bench', 'variable', 'old/' || i, '',"
-            " '{\"version\": 1}'::jsonb, now() - interval '400 days'"
-            " FROM generate_series(1, %s) AS i",
-            [rows],
-        )
-    _settled()
-    filled = time.perf_counter() - began
-    figures = _in_fresh_process()
-    if figures["purged_events"] != rows:
-        raise RuntimeError(f"the sweep deleted {figures['purged_events']} events, not {rows}")
-    return _figures(figures, filled)
+
+    def made() -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO agentstate_event (kind, actor, object_type, object_id, owner,"
+                " details, created_at) SELECT 'context.put', 'bench', 'variable', 'old/' || i,"
+                " '', '{\"version\": 1}'::jsonb, now() - interval '400 days'"
+                " FROM generate_series(1, %s) AS i",
+                [rows],
+            )
+
+    return _swept(rows, "purged_events", made)
