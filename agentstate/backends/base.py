@@ -139,7 +139,7 @@ def unpacked(kind: str, value: bytes) -> tuple[str, bytes]:
 class Changed(Generic[T]):
     """An operation's result and the events it appended (in its transaction);
     ``after``: where a sweep's next batch starts (``expire_pauses``,
-    ``purge_store_items``)."""
+    ``apply_deadlines``, ``purge_store_items``)."""
 
     value: T
     events: list[Event]
@@ -694,7 +694,7 @@ class Backend(abc.ABC):
         ``approval.expired`` per request. Value: how many."""
 
     @abc.abstractmethod
-    def apply_deadlines(self, size: int) -> Changed[int]:
+    def apply_deadlines(self, size: int, after: Any = None) -> Changed[int]:
         """The requests filed under a rule, each once: pending past their deadline,
         ``on_deadline`` applied (``expire``: expired, event ``approval.expired``;
         ``reject`` / ``approve``: decided with no decider, the run's record written,
@@ -702,7 +702,10 @@ class Backend(abc.ABC):
         decision racing the deadline is either before it or refused; past
         ``remind_at`` not reminded yet: event ``approval.expiring``; past
         ``escalate_at`` not escalated yet: event ``approval.escalated``. Value: how
-        many requests were due (a batch of ``size``: maybe more are)."""
+        many requests were due (a batch of ``size``: maybe more are). By deadline,
+        from after ``after`` (``None``: the first), which the last batch answered in
+        ``Changed.after``: a request reminded or escalated stays pending, and is not
+        read again by the batches after it."""
 
     @abc.abstractmethod
     def purge_pauses(self, size: int, retention: timedelta) -> int:

@@ -130,13 +130,15 @@ def _expire_pauses(store: Backend, size: int, progress: Progress | None) -> int:
 
 def apply_deadlines(store: Backend, size: int, progress: Progress | None = None) -> int:
     """The deadlines of the requests filed under a rule: each one's ``on_deadline``
-    applied once, and its reminder and escalation events written once; how many
-    requests reached their deadline (expired or decided by it)."""
+    applied once, and its reminder and escalation events written once, each batch
+    from where the last ended; how many requests reached their deadline (expired or
+    decided by it)."""
     reached = 0
+    due = _going_on(store.apply_deadlines)
 
     def batch(n: int) -> int:
         nonlocal reached
-        changed = store.apply_deadlines(n)
+        changed = due(n)
         events.announce(changed.events, ApprovalRequest)
         reached += sum(e.kind in ("approval.expired", "approval.decided") for e in changed.events)
         return changed.value

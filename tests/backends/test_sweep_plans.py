@@ -163,3 +163,39 @@ def test_a_sweep_reads_each_store_item_once():
     fetched = swept("agentstate_variable", column="coalesce(idx_tup_fetch, 0) + seq_tup_read")
     assert before - Variable.objects.count() == SWEPT
     assert fetched["agentstate_variable"] < 1.5 * before, fetched
+
+
+def test_a_sweep_reads_each_approval_deadline_once():
+    """Requests reminded by a batch stay pending before the next batch's: each batch
+    goes on from where the last ended rather than reading them again."""
+    from agentstate.backends import backend
+    from agentstate.services.sweep import apply_deadlines
+
+    due = 2_000
+    execute(
+        "INSERT INTO agentstate_run (run_id, context, requests, input_tokens, output_tokens,"
+        " total_tokens, cached_tokens, reasoning_tokens, created_at, updated_at)"
+        " SELECT 'run-' || i, '{}', 0, 0, 0, 0, 0, 0, now(), now()"
+        " FROM generate_series(1, %s) AS i",
+        [due],
+    )
+    # due for their reminder, their deadlines a day away
+    execute(
+        "INSERT INTO agentstate_approvalrequest (run_id, tool_name, call_id, status, always,"
+        " reason, created_at, deadline, remind_at, on_deadline, approvals_required)"
+        " SELECT id, 'shell', 'call-' || id, 'pending', false, '', now(),"
+        " now() + interval '1 day' + id * interval '1 second', now() - interval '1 minute',"
+        " 'expire', 1 FROM agentstate_run",
+    )
+    execute("ANALYZE agentstate_approvalrequest")
+    column = "coalesce(idx_tup_fetch, 0) + seq_tup_read"
+    before = rows_read("agentstate_approvalrequest", column=column)
+    apply_deadlines(backend(), 100)
+    after = rows_read("agentstate_approvalrequest", column=column)
+    fetched = after["agentstate_approvalrequest"] - before.get("agentstate_approvalrequest", 0)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM agentstate_event WHERE kind = 'approval.expiring'")
+        assert cursor.fetchone() == (due,)
+    # Each request read three times: found, locked, updated (6,039). Twenty batches
+    # each from the first read the requests reminded before them again: 29,019.
+    assert fetched < 4 * due, fetched

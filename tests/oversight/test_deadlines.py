@@ -3,11 +3,13 @@
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
+from agentstate.backends import backend
 from agentstate.exceptions import ApprovalRequestExpired
 from agentstate.models import ApprovalRequest, Event
 from agentstate.services import approvals, oversight, runs
-from agentstate.services.sweep import sweep
+from agentstate.services.sweep import apply_deadlines, sweep
 
 from .conftest import shift
 
@@ -89,3 +91,22 @@ def test_reminder_and_escalation_are_written_once(run, leads, reviewer):
     ]
     lead = reviewer("lead", leads)
     assert approvals.decide(request, "reject", by=lead).status == "rejected"
+
+
+def test_batches_go_on_from_where_the_last_ended(run):
+    """Seven requests in batches of two, reminders among deadlines, one deadline the
+    same as another's: each request's due steps taken once, none left out."""
+    oversight.create_rule("pay", deadline=3600, remind_before=900)
+    requests = [approvals.request_approval(run, "pay", f"c{i}") for i in range(7)]
+    same = timezone.now() - timedelta(seconds=5)
+    for i, request in enumerate(requests):
+        if i % 2:  # reminded, its deadline an hour away: pending before the next batch's
+            shift(request, remind_at=PAST, deadline=timedelta(hours=1, seconds=i))
+        else:
+            ApprovalRequest.objects.filter(pk=request.pk).update(deadline=same)
+    assert apply_deadlines(backend(), 2) == 4
+    assert apply_deadlines(backend(), 2) == 0
+    kinds = [[kind for kind, _ in _kinds(request)][1:] for request in requests]
+    assert kinds == [
+        ["approval.expired"] if i % 2 == 0 else ["approval.expiring"] for i in range(7)
+    ]

@@ -274,19 +274,22 @@ class OversightOperations(Operations):
 
     # The deadlines' sweep.
 
-    def apply_deadlines(self, size: int) -> Changed[int]:
+    def apply_deadlines(self, size: int, after: Any = None) -> Changed[int]:
         due = Q(deadline__lte=Now()) | Q(remind_at__lte=Now(), reminded_at__isnull=True)
         due |= Q(escalate_at__lte=Now(), escalated_at__isnull=True)
+        if after is not None:
+            deadline, pk = after
+            due &= Q(deadline__gt=deadline) | Q(deadline=deadline, pk__gt=pk)
         candidates = list(
             self.rows(ApprovalRequest)
             .filter(Q(status=Status.PENDING, deadline__isnull=False) & due)
-            .order_by("deadline")
-            .values_list("pk", flat=True)[:size]
+            .order_by("deadline", "pk")
+            .values_list("deadline", "pk")[:size]
         )
         written: list[Event] = []
-        for pk in candidates:
+        for _deadline, pk in candidates:
             written.extend(self.atomic(self._apply_deadline, pk))
-        return Changed(len(candidates), written)
+        return Changed(len(candidates), written, candidates[-1] if candidates else after)
 
     def _apply_deadline(self, pk: int) -> list[Event]:
         """One request's due steps, under its run's row lock then its own, each once."""

@@ -32,12 +32,17 @@ class OversightOperations(ORMOversight):
         )
         return Changed(self._request(result), events_from_json(result["events"], self.alias))
 
-    def apply_deadlines(self, size: int) -> Changed[int]:
+    def apply_deadlines(self, size: int, after: Any = None) -> Changed[int]:
+        deadline, pk = after or (None, None)
         result = self.call(
             "apply_deadlines",
             p_size=size,
             p_sweeper=SWEEPER.name,
             p_rule_actor=RULE_ACTOR,
             p_reason=DEADLINE_REASON,
+            p_after_deadline=deadline,
+            p_after_id=pk,
         )
-        return Changed(result["count"], events_from_json(result["events"], self.alias))
+        return Changed(
+            result["count"], events_from_json(result["events"], self.alias), result["after"]
+        )

@@ -131,35 +131,43 @@ $$;
 -- no decider, for p_reason, the run's record written, approval.decided), by
 -- actor format(p_rule_actor, rule) (the rule deleted since: p_sweeper). Else past
 -- remind_at: approval.expiring once; past escalate_at: approval.escalated once.
--- Answers {"count": the requests it locked, "events"}.
+-- Each batch starts after (p_after_deadline, p_after_id) (NULL: the first), where
+-- the last ended: the requests it reminded or escalated stay pending before it, and
+-- would be read again by every batch. The events are gathered in an array
+-- (agentstate_store_get says why). Answers {"count": the
+-- requests it locked, "events", "after": where the next batch starts}.
 CREATE FUNCTION agentstate_apply_deadlines(
-    p_size integer, p_sweeper text, p_rule_actor text, p_reason text
+    p_size integer, p_sweeper text, p_rule_actor text, p_reason text,
+    p_after_deadline timestamptz, p_after_id bigint
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
-    due bigint;
+    due record;
     rn agentstate_run;
     req agentstate_approvalrequest;
     ts timestamptz := statement_timestamp();
     actor text;
     approve boolean;
     facts jsonb;
-    written jsonb := '[]';
+    written jsonb[] := '{}';
     changed integer := 0;
+    after jsonb;
 BEGIN
     FOR due IN
-        SELECT q.id FROM agentstate_approvalrequest q
+        SELECT q.id, q.deadline, q.run_id FROM agentstate_approvalrequest q
         WHERE q.status = 'pending' AND q.deadline IS NOT NULL
+          AND (q.deadline, q.id)
+              > (coalesce(p_after_deadline, '-infinity'), coalesce(p_after_id, 0))
           AND (q.deadline <= ts OR (q.remind_at <= ts AND q.reminded_at IS NULL)
                OR (q.escalate_at <= ts AND q.escalated_at IS NULL))
         ORDER BY q.deadline, q.id LIMIT p_size
     LOOP
-        SELECT r.* INTO rn FROM agentstate_run r
-        WHERE r.id = (SELECT q.run_id FROM agentstate_approvalrequest q WHERE q.id = due)
+        after := jsonb_build_array(due.deadline, due.id);
+        SELECT r.* INTO rn FROM agentstate_run r WHERE r.id = due.run_id
         FOR UPDATE SKIP LOCKED;
         CONTINUE WHEN rn.id IS NULL;
-        SELECT * INTO req FROM agentstate_approvalrequest WHERE id = due AND status = 'pending'
+        SELECT * INTO req FROM agentstate_approvalrequest WHERE id = due.id AND status = 'pending'
         FOR UPDATE;
         CONTINUE WHEN req.id IS NULL;
         changed := changed + 1;
@@ -170,36 +178,38 @@ BEGIN
         IF req.deadline <= ts THEN
             IF req.on_deadline = 'expire' THEN
                 UPDATE agentstate_approvalrequest SET status = 'expired' WHERE id = req.id;
-                written := written || agentstate_record('approval.expired', 'approvalrequest',
-                    req.id::text, NULL, actor, req.created_by_id, '', facts);
+                written := array_append(written, agentstate_record(
+                    'approval.expired', 'approvalrequest', req.id::text, NULL, actor,
+                    req.created_by_id, '', facts));
                 CONTINUE;
             END IF;
             approve := req.on_deadline = 'approve';
-            written := written || agentstate_write_decision(
-                rn, req.tool_name, req.call_id, approve, false, p_reason, NULL, actor);
+            written := array_append(written, agentstate_write_decision(
+                rn, req.tool_name, req.call_id, approve, false, p_reason, NULL, actor));
             UPDATE agentstate_approvalrequest
             SET status = CASE WHEN approve THEN 'approved' ELSE 'rejected' END,
                 decided_at = ts, reason = p_reason
             WHERE id = req.id;
-            written := written || agentstate_record('approval.decided', 'approvalrequest',
-                req.id::text, NULL, actor, req.created_by_id, '', facts || jsonb_build_object(
+            written := array_append(written, agentstate_record(
+                'approval.decided', 'approvalrequest', req.id::text, NULL, actor,
+                req.created_by_id, '', facts || jsonb_build_object(
                     'decision', CASE WHEN approve THEN 'approve' ELSE 'reject' END,
                     'always', false, 'reason', p_reason, 'rule', req.rule_id,
-                    'arguments_digest', req.arguments_digest));
+                    'arguments_digest', req.arguments_digest)));
             CONTINUE;
         END IF;
         IF req.remind_at <= ts AND req.reminded_at IS NULL THEN
             UPDATE agentstate_approvalrequest SET reminded_at = ts WHERE id = req.id;
-            written := written || agentstate_record('approval.expiring', 'approvalrequest',
-                req.id::text, NULL, p_sweeper, req.created_by_id, '',
-                facts || jsonb_build_object('deadline', req.deadline));
+            written := array_append(written, agentstate_record(
+                'approval.expiring', 'approvalrequest', req.id::text, NULL, p_sweeper,
+                req.created_by_id, '', facts || jsonb_build_object('deadline', req.deadline)));
         END IF;
         IF req.escalate_at <= ts AND req.escalated_at IS NULL THEN
             UPDATE agentstate_approvalrequest SET escalated_at = ts WHERE id = req.id;
-            written := written || agentstate_record('approval.escalated', 'approvalrequest',
-                req.id::text, NULL, p_sweeper, req.created_by_id, '',
-                facts || jsonb_build_object('escalate_to', req.escalate_to_id));
+            written := array_append(written, agentstate_record(
+                'approval.escalated', 'approvalrequest', req.id::text, NULL, p_sweeper,
+                req.created_by_id, '', facts || jsonb_build_object('escalate_to', req.escalate_to_id)));
         END IF;
     END LOOP;
-    RETURN jsonb_build_object('count', changed, 'events', written);
+    RETURN jsonb_build_object('count', changed, 'events', to_jsonb(written), 'after', after);
 END $$;
