@@ -6,13 +6,12 @@ permissions; who may see more (a model permission) is the caller's rule.
 """
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, Self
 
 from django.contrib.auth import get_user_model
 from django.db import models
 from django.db.models import Case, CharField, F, Q, Value, When
-from django.db.models.expressions import Combinable
 from django.db.models.functions import Cast, Now
 
 from agentstate.types import Reach
@@ -48,13 +47,6 @@ class PausedRunQuerySet(models.QuerySet):
     def past_expiry(self) -> Self:
         """Past ``expires_at`` by the database clock."""
         return self.filter(expires_at__lte=Now())
-
-    def finished_before(self, cutoff: datetime | Combinable) -> Self:
-        """Resolved or expired pauses last changed before ``cutoff``."""
-        return self.filter(
-            models.Q(status=PauseStatus.RESOLVED, resolved_at__lt=cutoff)
-            | models.Q(status=PauseStatus.EXPIRED, expires_at__lt=cutoff)
-        )
 
 
 def pause_in_status(status: str) -> Q:

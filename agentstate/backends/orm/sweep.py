@@ -114,13 +114,21 @@ class SweepOperations(Operations):
         return self.atomic(self._purge_pauses, size, retention)
 
     def _purge_pauses(self, size: int, retention: timedelta) -> int:
-        finished = list(
-            self.rows(PausedRun)
-            .finished_before(Now() - retention)
-            .select_for_update(skip_locked=True)
-            .order_by()
-            .values_list("pk", flat=True)[:size]
-        )
+        # The resolved, then the expired, each read in the order of its own index: as
+        # one OR, a batch could read every entry of both before its first row.
+        finished: list[int] = []
+        for status, changed in (
+            (PausedRun.Status.RESOLVED, "resolved_at"),
+            (PausedRun.Status.EXPIRED, "expires_at"),
+        ):
+            if len(finished) < size:
+                finished += (
+                    self.rows(PausedRun)
+                    .filter(status=status, **{f"{changed}__lt": Now() - retention})
+                    .select_for_update(skip_locked=True)
+                    .order_by(changed)
+                    .values_list("pk", flat=True)[: size - len(finished)]
+                )
         if finished:
             self.rows(PausedRun).filter(pk__in=finished).delete()
         return len(finished)

@@ -132,7 +132,11 @@ BEGIN
     RETURN jsonb_build_object('version', v.version + 1);
 END $$;
 
--- [[name, value], ...] by name: lists whole, in order.
+-- [[name, value], ...] by name: lists whole, in order. The named variables and the
+-- whole scope are two parts of a UNION ALL, each with its own plan (the one not
+-- asked for answers nothing without reading): as one WHERE (p_names IS NULL OR
+-- name = ANY (p_names)), the generic plan could not look the names up in the index
+-- and read every variable of the scope for one name.
 CREATE FUNCTION agentstate_get(p_scope text, p_names text[], p_owner_id bigint, p_owner_name text) RETURNS jsonb
 LANGUAGE plpgsql STABLE
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
@@ -148,8 +152,11 @@ BEGIN
                    SELECT jsonb_agg(e.value ORDER BY e.position) FROM agentstate_element e
                    WHERE e.variable_id = v.id), '[]') ELSE coalesce(v.value, 'null') END)
                ORDER BY v.name)
-        FROM agentstate_variable v
-        WHERE v.scope_id = sid AND (p_names IS NULL OR v.name = ANY (p_names))
+        FROM (
+            SELECT * FROM agentstate_variable WHERE scope_id = sid AND p_names IS NULL
+            UNION ALL
+            SELECT * FROM agentstate_variable WHERE scope_id = sid AND name = ANY (p_names)
+        ) v
     ), '[]'));
 END $$;
 
