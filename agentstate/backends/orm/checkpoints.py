@@ -394,9 +394,19 @@ class CheckpointOperations(Operations):
         for _step in range(chains.CHAIN * 4):
             if not wanted:
                 break
-            match = Q()
+            # by namespace: a few terms, each with its ids (one term an id was built
+            # in time growing with the square of their number, and made a parameter
+            # each of thread, namespace and id)
+            ids: dict[tuple[int, str], list[str]] = {}
             for thread, ns, checkpoint_id in wanted:
-                match |= Q(thread_id=thread, checkpoint_ns=ns, checkpoint_id=checkpoint_id)
+                ids.setdefault((thread, ns), []).append(checkpoint_id)
+            match = Q(
+                *(
+                    Q(thread_id=thread, checkpoint_ns=ns, checkpoint_id__in=chain_ids)
+                    for (thread, ns), chain_ids in ids.items()
+                ),
+                _connector=Q.OR,
+            )
             for thread, ns, checkpoint_id, held, base in (
                 self.rows(Checkpoint)
                 .filter(match)
