@@ -63,8 +63,11 @@ def outbox(events: list[Event], alias: str) -> list[int]:
         ]
         created = Delivery.objects.using(alias).bulk_create(rows) if rows else []
         saved = [(row.pk, row.event_id) for row in created]
+    delivered: dict[int, list[int]] = {}
+    for pk, event_id in saved:
+        delivered.setdefault(event_id, []).append(pk)
     for event in events:
-        event.delivery_ids = [pk for pk, event_id in saved if event_id == event.pk]
+        event.delivery_ids = delivered.get(event.pk, [])
     return [pk for pk, _ in saved]
 
 
