@@ -31,7 +31,7 @@ from agentstate.conf import agentstate_settings
 from agentstate.exceptions import BadInput
 from agentstate.models import ApprovalRequest
 
-from .wakeups import Notice, hub, run
+from .wakeups import Notice, Wants, hub, run
 
 T = TypeVar("T")
 # A check's answer: (what it read, whether the wait is over, seconds until it
@@ -96,8 +96,8 @@ def deadline_of(request: ApprovalRequest) -> datetime:
     return request.created_at + agentstate_settings.APPROVAL_TTL
 
 
-def request_notice(pk: int) -> Callable[[Notice], bool]:
-    return lambda n: n.object_type == "approvalrequest" and n.object_id == str(pk)
+def request_notice(pk: int) -> Wants:
+    return Wants((("object_type", "approvalrequest"), ("object_id", str(pk))))
 
 
 def request_check(requests: QuerySet[ApprovalRequest], pk: int) -> Callable[[], Any]:
@@ -117,8 +117,8 @@ def request_check(requests: QuerySet[ApprovalRequest], pk: int) -> Callable[[], 
 # A run: its records and its requests.
 
 
-def run_notice(run_id: str) -> Callable[[Notice], bool]:
-    return lambda n: n.run_id == run_id
+def run_notice(run_id: str) -> Wants:
+    return Wants((("run_id", run_id),))
 
 
 def run_state(requests: QuerySet[ApprovalRequest], run_id: str) -> tuple[Any, float | None]:
@@ -143,16 +143,10 @@ def run_check(read: Callable[[], tuple[Any, Any]], before: Any) -> Callable[[], 
 # Events.
 
 
-def events_notice(filters: dict[str, Any], run_id: str | None) -> Callable[[Notice], bool]:
+def events_notice(filters: dict[str, Any], run_id: str | None) -> Wants:
     """The notices of events a follower's filters (``kind``, ``object_type``,
     ``object_id``, ``run_id``) may match; what it may see is read again."""
-
-    def wants(notice: Notice) -> bool:
-        if run_id is not None and notice.run_id != run_id:
-            return False
-        return all(getattr(notice, name) == value for name, value in filters.items())
-
-    return wants
+    return Wants((*filters.items(), *((("run_id", run_id),) if run_id is not None else ())))
 
 
 def requests_check(requests: QuerySet[ApprovalRequest], run_id: str) -> Callable[[], Any]:

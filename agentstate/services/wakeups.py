@@ -84,6 +84,28 @@ class Notice:
 ANYTHING = None
 
 
+@dataclass(frozen=True)
+class Wants:
+    """The notices whose every named field (of ``Notice``) has the value given; none
+    named: every notice. A hub files its waiter under one of them (``FILED_BY``), so
+    that a notice is checked against the waiters it may concern only."""
+
+    fields: tuple[tuple[str, Any], ...] = ()
+
+    def __call__(self, notice: Notice) -> bool:
+        return all(getattr(notice, name) == value for name, value in self.fields)
+
+    def filed_by(self) -> tuple[str, Any] | None:
+        """The field and value a hub files the waiter under, the most telling of
+        those named; ``None``: every notice is asked."""
+        named = dict(self.fields)
+        return next(((name, named[name]) for name in FILED_BY if name in named), None)
+
+
+# The fields a waiter is filed under, the most telling first.
+FILED_BY = ("object_id", "run_id", "kind", "object_type")
+
+
 @dataclass(eq=False)
 class Waiter:
     wants: Callable[[Notice], bool]
@@ -181,6 +203,10 @@ class Hub:
 
     def __init__(self) -> None:
         self.waiters: set[Waiter] = set()
+        # The waiters by what they are filed under (``Wants.filed_by``); the others
+        # (a ``wants`` of another kind, or naming nothing) are asked for every notice.
+        self.filed: dict[tuple[str, Any], set[Waiter]] = {}
+        self.unfiled: set[Waiter] = set()
         self.task: asyncio.Task[None] | None = None
         self.listening = False
         # when the last waiter left (the event loop's time)
@@ -189,12 +215,18 @@ class Hub:
     @contextlib.contextmanager
     def waiter(self, wants: Callable[[Notice], bool]) -> Iterator[Waiter]:
         waiter = Waiter(wants)
+        key = wants.filed_by() if isinstance(wants, Wants) else None
+        among = self.unfiled if key is None else self.filed.setdefault(key, set())
         self.waiters.add(waiter)
+        among.add(waiter)
         self._start()
         try:
             yield waiter
         finally:
             self.waiters.discard(waiter)
+            among.discard(waiter)
+            if key is not None and not among:
+                del self.filed[key]
             if not self.waiters:
                 self.idle_since = asyncio.get_running_loop().time()
 
@@ -205,9 +237,19 @@ class Hub:
         )
 
     def dispatch(self, notice: Notice | None) -> None:
-        for waiter in list(self.waiters):
-            if notice is ANYTHING or waiter.wants(notice):
+        if notice is ANYTHING:
+            for waiter in self.waiters:
                 waiter.woken.set()
+            return
+        asked = [self.unfiled]
+        for name in FILED_BY:
+            among = self.filed.get((name, getattr(notice, name)))
+            if among is not None:
+                asked.append(among)
+        for waiters in asked:
+            for waiter in waiters:
+                if waiter.wants(notice):
+                    waiter.woken.set()
 
     def _start(self) -> None:
         if self.task is None or self.task.done():
