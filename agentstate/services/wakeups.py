@@ -238,7 +238,7 @@ class Hub:
 
     def dispatch(self, notice: Notice | None) -> None:
         if notice is ANYTHING:
-            for waiter in self.waiters:
+            for waiter in list(self.waiters):
                 waiter.woken.set()
             return
         asked = [self.unfiled]
@@ -247,7 +247,7 @@ class Hub:
             if among is not None:
                 asked.append(among)
         for waiters in asked:
-            for waiter in waiters:
+            for waiter in list(waiters):
                 if waiter.wants(notice):
                     waiter.woken.set()
 
