@@ -23,13 +23,13 @@ import json
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Exists, Max, OuterRef
 from django.utils import timezone
 
 from agentstate.conf import agentstate_settings
 from agentstate.contrib.kept import STATE_SCOPE, waiting_on
 from agentstate.exceptions import ScopeNotFound, VariableNotFound, VersionMismatch
-from agentstate.models import ApprovalRequest, Variable
+from agentstate.models import ApprovalRequest, Run, Variable
 from agentstate.services import context
 
 LEASE_SCOPE = "agentstate.resuming"
@@ -92,31 +92,45 @@ def ready(now: datetime | None = None) -> list[tuple[str | None, str]]:
     now = now or timezone.now()
     found = _expired_leases(now)
     taken = {run_id for _name, run_id in found}
-    waiting = Variable.objects.filter(scope__key=STATE_SCOPE, scope__owner=None).values_list(
-        "name", "value", "updated_at"
-    )
+    waiting = [
+        (run_id, kept, kept_at)
+        for run_id, kept, kept_at in Variable.objects.filter(
+            scope__key=STATE_SCOPE, scope__owner=None
+        ).values_list("name", "value", "updated_at")
+        if run_id not in taken
+    ]
+    decisions = _decisions([run_id for run_id, _kept, _at in waiting])
     for run_id, kept, kept_at in waiting:
-        if run_id in taken:
-            continue
-        decisions = ApprovalRequest.objects.filter(run__run_id=run_id).aggregate(
-            last=Max("decided_at")
-        )
-        if decisions["last"] is None or decisions["last"] < kept_at:
+        last, pending = decisions.get(run_id, (None, False))
+        if last is None or last < kept_at:
             continue  # waiting on a question, or on requests filed after its last decision
-        if _pending(run_id):
+        if pending:
             continue
         found.append((waiting_on(kept), run_id))
     return found
 
 
-def _pending(run_id: str) -> bool:
+# Runs asked about in one query (well under SQLite's limit of parameters).
+_RUNS_A_QUERY = 500
+
+
+def _decisions(run_ids: list[str]) -> dict[str, tuple[datetime | None, bool]]:
+    """Each run's last decision (``None``: none) and whether one of its requests is
+    pending, ``_RUNS_A_QUERY`` runs a query (not two queries a run)."""
     from agentstate.services.approvals import in_status
 
-    return (
-        ApprovalRequest.objects.filter(run__run_id=run_id)
-        .filter(in_status(ApprovalRequest.Status.PENDING))
-        .exists()
+    pending = ApprovalRequest.objects.filter(run=OuterRef("pk")).filter(
+        in_status(ApprovalRequest.Status.PENDING)
     )
+    answer: dict[str, tuple[datetime | None, bool]] = {}
+    for start in range(0, len(run_ids), _RUNS_A_QUERY):
+        rows = (
+            Run.objects.filter(run_id__in=run_ids[start : start + _RUNS_A_QUERY])
+            .annotate(last=Max("approval_requests__decided_at"), pending=Exists(pending))
+            .values_list("run_id", "last", "pending")
+        )
+        answer.update((run_id, (last, waits)) for run_id, last, waits in rows)
+    return answer
 
 
 def _expired_leases(now: datetime) -> list[tuple[str | None, str]]:
