@@ -25,8 +25,9 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from agentstate.backends import backend
 from agentstate.models import Variable
-from agentstate.services.sweep import sweep
+from agentstate.services.sweep import apply_deadlines, sweep
 from agentstate.types import STORE_PREFIX
 
 pytestmark = [pytest.mark.postgres_only, pytest.mark.django_db]
@@ -168,9 +169,6 @@ def test_a_sweep_reads_each_store_item_once():
 def test_a_sweep_reads_each_approval_deadline_once():
     """Requests reminded by a batch stay pending before the next batch's: each batch
     goes on from where the last ended rather than reading them again."""
-    from agentstate.backends import backend
-    from agentstate.services.sweep import apply_deadlines
-
     due = 2_000
     execute(
         "INSERT INTO agentstate_run (run_id, context, requests, input_tokens, output_tokens,"

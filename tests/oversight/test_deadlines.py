@@ -94,8 +94,9 @@ def test_reminder_and_escalation_are_written_once(run, leads, reviewer):
 
 
 def test_batches_go_on_from_where_the_last_ended(run):
-    """Seven requests in batches of two, reminders among deadlines, one deadline the
-    same as another's: each request's due steps taken once, none left out."""
+    """Seven requests in batches of two, four of them past one same deadline and
+    three due for their reminder: each request's due steps taken once, none left out
+    (a batch that ends inside the four goes on after the last one it took)."""
     oversight.create_rule("pay", deadline=3600, remind_before=900)
     requests = [approvals.request_approval(run, "pay", f"c{i}") for i in range(7)]
     same = timezone.now() - timedelta(seconds=5)
