@@ -1,6 +1,11 @@
 """One uvicorn process holds 500 waiters with at most 2 database connections for
 them (counted in pg_stat_activity), wakes them all when their requests are
-decided, and its ordinary sync views leave no connection behind."""
+decided, and its ordinary sync views leave no connection behind.
+
+The server's connections are told apart by their application name (``PGAPPNAME``
+in its environment): this test's process may hold connections of its own to the
+same database, such as the waiters' thread of an earlier in-process test, which
+keeps its connection open by design."""
 
 import asyncio
 import threading
@@ -23,14 +28,16 @@ pytestmark = [
 
 WAITERS = 500
 REQUESTS = 10
+SERVER = "agentstate-many-waiters"  # the server's connections' application name
 
 
 def server_connections() -> int:
-    """Connections to the test database other than this test's own."""
+    """The server's connections to the test database."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " WHERE datname = current_database() AND application_name = %s",
+            [SERVER],
         )
         return cursor.fetchone()[0]
 
@@ -59,7 +66,7 @@ def test_500_waiters_on_one_process_use_at_most_two_connections(make_user, revie
     token = Token.objects.create(user=user).key
     runs.create_run("many", user=user)
     ids = [approvals.request_approval("many", "send", f"c{i}", by=user).pk for i in range(REQUESTS)]
-    with Uvicorn(database_env()) as server:
+    with Uvicorn(database_env(), PGAPPNAME=SERVER) as server:
         # The ordinary sync views: a burst of 20 requests leaves nothing behind.
         for _ in range(20):
             assert call(server.url, token, "/api/runs/many/")[0] == 200
@@ -84,9 +91,6 @@ def test_500_waiters_on_one_process_use_at_most_two_connections(make_user, revie
             if time.monotonic() - started < 0.5:
                 break
         assert client.is_alive() and not results
-        # The probe's own connection is closed by now, but its server process leaves
-        # pg_stat_activity only once it has exited, which a loaded machine delays.
-        time.sleep(0.5)
         peak = server_connections()
         decided_at = {}
         for pk in ids:
@@ -94,7 +98,8 @@ def test_500_waiters_on_one_process_use_at_most_two_connections(make_user, revie
             decided_at[pk] = time.monotonic()
         client.join(60)
         (answers,) = results
-        assert peak <= 2, peak
+        # at least the listener's: the server's connections are the ones counted
+        assert 1 <= peak <= 2, peak
         assert [answer[0] for answer in answers] == [200] * WAITERS
         assert {answer[1] for answer in answers} == {"approved"}
         latencies = sorted(at - decided_at[pk] for _, _, at, pk in answers)
