@@ -12,8 +12,13 @@ its JSON) are records, each a channel's value:
 
 A checkpoint without a base is a snapshot; the saver writes one every ``CHAIN``
 checkpoints of a chain, so a read joins at most ``CHAIN`` rows. ``writes`` is the
-checkpoint's pending writes appended one task's call after another: a read keeps
-the first write at each ``(task, idx)``, the last for a negative ``idx``.
+checkpoint's pending writes appended one task's call after another, up to
+``HELD_WRITES`` bytes: a call that would take it past them moves them, and
+itself, to write rows of their own (``agentstate_checkpointwrite``), so that each
+call copies at most that much, however many tasks write to one checkpoint. Rows
+are always older than the bytes: those written before their checkpoint was put
+are taken into its bytes by the put. A read keeps the first write at each
+``(task, idx)``, the last for a negative ``idx``.
 
 Both backends store these bytes the same way; only this module reads them.
 """
@@ -21,7 +26,7 @@ Both backends store these bytes the same way; only this module reads them.
 import itertools
 import struct
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from agentstate.types import Write
 
@@ -31,6 +36,11 @@ FULL, SAME, DELTA = 0, 1, 2
 
 # The most checkpoints a chain of bases holds (a snapshot, then deltas on it).
 CHAIN = 16
+
+# The most bytes of pending writes a checkpoint's row holds (``agentstate_put_checkpoint_writes``
+# in ``50_langgraph.sql`` says the same number): a step's few writes stay in the row, a
+# fan-out's many go to rows of their own.
+HELD_WRITES = 4 << 10
 
 _LEN = struct.Struct(">I")
 _INT = struct.Struct(">i")
@@ -209,9 +219,17 @@ def special(writes: Sequence[Write]) -> bool:
 def encode_writes(task_id: str, task_path: str, writes: Sequence[Write]) -> bytes:
     """A task's pending writes, to append to the checkpoint's ``writes`` (each value
     compressed by ``squeezed`` when that pays)."""
+    return joined_writes(
+        (task_id, task_path, idx, channel, *squeezed(written, raw))
+        for idx, channel, written, raw in writes
+    )
+
+
+def joined_writes(writes: Iterable[tuple[str, str, int, str, str, bytes]]) -> bytes:
+    """Writes as stored, ``(task_id, task_path, idx, channel, type, bytes)``, in
+    ``encode_writes``' form: ``split_writes`` undone."""
     out = bytearray()
-    for idx, channel, written, raw in writes:
-        kind, value = squeezed(written, raw)
+    for task_id, task_path, idx, channel, kind, value in writes:
         _field(out, task_id.encode())
         _field(out, task_path.encode())
         out += _INT.pack(idx)
@@ -221,11 +239,25 @@ def encode_writes(task_id: str, task_path: str, writes: Sequence[Write]) -> byte
     return bytes(out)
 
 
+def split_writes(data: bytes | None) -> Iterator[tuple[str, str, int, str, str, bytes]]:
+    """``encode_writes``' bytes as they are stored, one write at a time: ``(task_id,
+    task_path, idx, channel, type, bytes)``, the value compressed or not."""
+    at, data = 0, data or b""
+    while at < len(data):
+        task, at = _read(data, at)
+        path, at = _read(data, at)
+        (idx,) = _INT.unpack_from(data, at)
+        channel, at = _read(data, at + _INT.size)
+        kind, at = _read(data, at)
+        value, at = _read(data, at)
+        yield task.decode(), path.decode(), idx, channel.decode(), kind.decode(), value
+
+
 def decode_writes(data: bytes | None, rows: Iterable[PendingWrite] = ()) -> list[PendingWrite]:
     """A checkpoint's pending writes, ``(task_id, channel, type, bytes, task_path,
-    idx)``: its write rows (written before the checkpoint was stored, so first;
-    their values as stored, compressed or not), then ``data``'s; the first at
-    each ``(task, idx)``, the last for a negative ``idx``."""
+    idx)``: its write rows (older than its bytes, so first; their values as stored,
+    compressed or not), then ``data``'s; the first at each ``(task, idx)``, the last
+    for a negative ``idx``."""
     found: dict[tuple[str, int], PendingWrite] = {}
 
     def keep(write: PendingWrite) -> None:
@@ -235,13 +267,6 @@ def decode_writes(data: bytes | None, rows: Iterable[PendingWrite] = ()) -> list
 
     for row in rows:
         keep((row[0], row[1], *unpacked(row[2], row[3]), row[4], row[5]))
-    at, data = 0, data or b""
-    while at < len(data):
-        task, at = _read(data, at)
-        path, at = _read(data, at)
-        (idx,) = _INT.unpack_from(data, at)
-        channel, at = _read(data, at + _INT.size)
-        kind, at = _read(data, at)
-        value, at = _read(data, at)
-        keep((task.decode(), channel.decode(), *unpacked(kind.decode(), value), path.decode(), idx))
+    for task, path, idx, channel, kind, value in split_writes(data):
+        keep((task, channel, *unpacked(kind, value), path, idx))
     return list(found.values())

@@ -30,6 +30,7 @@ def test_the_conformance_suite_passes_every_capability():
 
 import asyncio  # noqa: E402
 import operator  # noqa: E402
+import os  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 from datetime import UTC, datetime, timedelta  # noqa: E402
@@ -43,6 +44,7 @@ from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.types import interrupt  # noqa: E402
 
+from agentstate.backends import chains  # noqa: E402
 from agentstate.contrib.langgraph import saver as saver_module  # noqa: E402
 from agentstate.exceptions import HistoryForked  # noqa: E402
 from agentstate.models import Checkpoint, CheckpointWrite, Thread  # noqa: E402
@@ -178,6 +180,72 @@ def test_a_write_kept_as_a_row_and_appended_again_is_read_once():
         ("__interrupt__", "asked again"),
         ("a", "row"),
     ]
+
+
+def _held(checkpoint_id):
+    """The bytes of pending writes a checkpoint's row holds."""
+    return len(Checkpoint.objects.get(checkpoint_id=checkpoint_id).writes or b"")
+
+
+@pytest.mark.django_db
+def test_a_checkpoints_row_holds_at_most_held_writes_the_rest_go_to_rows():
+    """Many tasks writing to one checkpoint (a fan-out): its row never holds more
+    than ``HELD_WRITES`` bytes of writes, so that no call copies more than that, and
+    the rest go to rows; every task's write is read back once."""
+    saver = AgentStateSaver()
+    stored = saver.put(config("fan-out"), empty_checkpoint(), {"step": -1}, {})
+    checkpoint_id = stored["configurable"]["checkpoint_id"]
+    sent = {f"task-{n:02}": os.urandom(1500) for n in range(30)}  # 45 KB, incompressible
+    held = []
+    for task, value in sent.items():
+        saver.put_writes(stored, [("result", value)], task)
+        held.append(_held(checkpoint_id))
+    assert max(held) <= chains.HELD_WRITES
+    assert CheckpointWrite.objects.filter(checkpoint_id=checkpoint_id).count() >= 20
+    moved = held.index(0)
+    assert any(held[moved:])  # after a move, the next calls are appended to the row again
+    found = saver.get_tuple(stored).pending_writes
+    assert sorted(found) == [(task, "result", value) for task, value in sent.items()]
+
+
+@pytest.mark.django_db
+def test_writes_moved_to_rows_keep_a_special_channels_last_write_and_any_others_first():
+    """Rows are older than the writes a row holds, however often they move: a
+    special channel's last write counts, any other's first, before and after a
+    move, and after the checkpoint is put again, which takes its rows in."""
+    saver = AgentStateSaver()
+    first = empty_checkpoint()
+    root = saver.put(config("moved"), first, {"step": -1}, {})
+    checkpoint_id = first["id"]
+    big = os.urandom(chains.HELD_WRITES)  # a call the row cannot hold: the writes move
+
+    def pending():
+        return sorted(
+            (task, channel, len(value) if task.startswith("big") else value)
+            for task, channel, value in saver.get_tuple(root).pending_writes
+        )
+
+    saver.put_writes(root, [("a", "first"), ("__interrupt__", "asked first")], "task")
+    saver.put_writes(root, [("big", big)], "big-1")
+    assert _held(checkpoint_id) == 0
+    assert CheckpointWrite.objects.filter(checkpoint_id=checkpoint_id).count() == 3
+    saver.put_writes(root, [("a", "again"), ("__interrupt__", "asked again")], "task")
+    assert _held(checkpoint_id) > 0
+    expected = [
+        ("big-1", "big", len(big)),
+        ("task", "__interrupt__", "asked again"),
+        ("task", "a", "first"),
+    ]
+    assert pending() == expected
+    saver.put_writes(root, [("big", big)], "big-2")  # the row's writes move over the rows
+    assert _held(checkpoint_id) == 0
+    expected.insert(1, ("big-2", "big", len(big)))
+    assert pending() == expected
+    saver.put_writes(root, [("__interrupt__", "asked last")], "task")
+    saver.put(config("moved"), first, {"step": -1}, {})  # put again
+    assert not CheckpointWrite.objects.filter(checkpoint_id=checkpoint_id).exists()
+    expected[2] = ("task", "__interrupt__", "asked last")
+    assert pending() == expected
 
 
 @pytest.mark.django_db

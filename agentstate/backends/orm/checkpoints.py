@@ -123,27 +123,29 @@ class CheckpointOperations(Operations):
                 self._put_checkpoint_writes(
                     thread_id, checkpoint_ns, parent_id, task_id, task_path, call
                 )
-        # the writes of its tasks stored before it (LangGraph may put them first) join it
+        # the writes of its tasks stored as rows (LangGraph may put them before it; or,
+        # put again, what its row held no more of) join it, before any it holds: rows
+        # are older than a row's writes
         early = self.rows(CheckpointWrite).filter(
             thread_id=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id
         )
-        writes = b"".join(
-            chains.encode_writes(task, path, [(idx, channel, kind, bytes(value or b""))])
+        moved = chains.joined_writes(
+            (task, path, idx, channel, kind, bytes(value or b""))
             for task, path, idx, channel, kind, value in early.order_by("pk").values_list(
                 "task_id", "task_path", "idx", "channel", "type", "blob"
             )
         )
-        if writes:
+        if moved:
             early.delete()
-        writes += carried or b""
-        if writes:
+        writes = b""
+        if moved or carried:
             stored = (
                 self.rows(Checkpoint)
                 .filter(thread_id=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)
                 .values_list("writes", flat=True)
                 .first()
             )
-            writes = bytes(stored or b"") + writes
+            writes = moved + bytes(stored or b"") + (carried or b"")
         self.upsert(
             Checkpoint,
             [
@@ -205,6 +207,7 @@ class CheckpointOperations(Operations):
         writes: list[Write],
     ) -> None:
         thread = self._touch_thread(thread_id)
+        appended = chains.encode_writes(task_id, task_path, writes)
         row = (
             self.lock_no_key(self.rows(Checkpoint))
             .filter(thread_id=thread, checkpoint_ns=checkpoint_ns, checkpoint_id=checkpoint_id)
@@ -212,37 +215,43 @@ class CheckpointOperations(Operations):
             .first()
         )
         if row is not None:
-            appended = chains.encode_writes(task_id, task_path, writes)
             stored = bytes(row[1] or b"")
             # a call appended already (a task's retry) is not appended again, unless it
             # writes a special channel, whose last write counts
-            if appended not in stored or chains.special(writes):
+            if appended in stored and not chains.special(writes):
+                return
+            if len(stored) + len(appended) <= chains.HELD_WRITES:
                 self.rows(Checkpoint).filter(pk=row[0]).update(writes=stored + appended)
-            return
-        rows = [
-            CheckpointWrite(
-                thread_id=thread,
-                checkpoint_ns=checkpoint_ns,
-                checkpoint_id=checkpoint_id,
-                task_id=task_id,
-                task_path=task_path,
-                idx=idx,
-                channel=channel,
-                type=kind,
-                blob=value,
-            )
-            for idx, channel, kind, value in writes
-        ]
-        # A special channel's write (negative idx) replaces the stored one; any
-        # other is kept as first written, so a task's retry changes nothing.
+                return
+            # past what a row holds: its writes, then this call's, as rows of their own
+            self.rows(Checkpoint).filter(pk=row[0]).update(writes=None)
+            appended = stored + appended
+        # the first write at each (task, idx), the last for a special channel's (negative
+        # idx), as a read keeps them
+        kept: dict[tuple[str, int], CheckpointWrite] = {}
+        for task, path, idx, channel, kind, value in chains.split_writes(appended):
+            if idx < 0 or (task, idx) not in kept:
+                kept[task, idx] = CheckpointWrite(
+                    thread_id=thread,
+                    checkpoint_ns=checkpoint_ns,
+                    checkpoint_id=checkpoint_id,
+                    task_id=task,
+                    task_path=path,
+                    idx=idx,
+                    channel=channel,
+                    type=kind,
+                    blob=value,
+                )
+        # A special channel's write replaces the stored one; any other is kept as first
+        # written, so a task's retry changes nothing.
         self.upsert(
             CheckpointWrite,
-            [row for row in rows if row.idx < 0],
+            [w for w in kept.values() if w.idx < 0],
             ["thread", "checkpoint_ns", "checkpoint_id", "task_id", "idx"],
             ["channel", "type", "blob", "task_path"],
         )
         self.rows(CheckpointWrite).bulk_create(
-            [row for row in rows if row.idx >= 0], ignore_conflicts=True
+            [w for w in kept.values() if w.idx >= 0], ignore_conflicts=True
         )
 
     def checkpoint(

@@ -19,7 +19,9 @@ $$;
 -- refused with p_refuse. A base not stored (deleted since the saver wrote on it)
 -- writes nothing and answers rebase: the saver puts a snapshot instead. p_writes:
 -- task writes to it (agentstate.backends.chains' form) that came to the saver
--- before it, stored with it after those stored before it as rows.
+-- before it, stored with it after those stored before it as rows (rows are
+-- older than a row's writes: a checkpoint put again takes its rows in before the
+-- writes it holds).
 -- p_parent_writes: task writes to its parent that came to the saver after the
 -- parent's put had begun, each one call's (p_parent_special: whether it writes a
 -- special channel), stored as agentstate_put_checkpoint_writes stores a call's.
@@ -57,6 +59,7 @@ DECLARE
     v_sibling text;
     v_based boolean;
     v_early boolean;
+    v_moved bytea;
     v_step integer := CASE WHEN jsonb_typeof(p_metadata -> 'step') = 'number'
                                 AND (p_metadata ->> 'step') ~ '^-?[0-9]{1,9}$'
                            THEN (p_metadata ->> 'step')::integer END;
@@ -116,11 +119,10 @@ BEGIN
             || agentstate_chain_field(m.type)
             || int4send(length(coalesce(m.blob, ''::bytea))) || coalesce(m.blob, ''::bytea),
             ''::bytea ORDER BY m.id)
-        INTO v_writes FROM moved m;
+        INTO v_moved FROM moved m;
     END IF;
-    IF p_writes IS NOT NULL THEN
-        v_writes := coalesce(v_writes, ''::bytea) || p_writes;
-    END IF;
+    v_writes := CASE WHEN v_moved IS NULL THEN p_writes
+                     ELSE v_moved || coalesce(p_writes, ''::bytea) END;
     FOR i IN 1..coalesce(array_length(p_parent_writes, 1), 0) LOOP
         -- its own put lock, held here, never waits for itself
         PERFORM agentstate_put_checkpoint_writes(
@@ -140,7 +142,8 @@ BEGIN
             run_id = p_metadata ->> 'run_id', step = v_step, values = p_values,
             base_checkpoint_id = p_base,
             writes = CASE WHEN v_writes IS NULL THEN c.writes
-                          ELSE coalesce(c.writes, ''::bytea) || v_writes END
+                          ELSE coalesce(v_moved, ''::bytea) || coalesce(c.writes, ''::bytea)
+                               || coalesce(p_writes, ''::bytea) END
         WHERE c.thread_id = v_thread AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id;
     END IF;
     RETURN CASE WHEN v_sibling IS NULL THEN '{"forked": false}'::jsonb
@@ -188,7 +191,11 @@ END $$;
 -- whether one writes a special channel, a negative idx), appended to its
 -- checkpoint's row, which is locked (the tasks of one step queue on it for the
 -- moment of the update); a call already appended is not appended again, unless it
--- writes a special channel, whose last write is kept.
+-- writes a special channel, whose last write is kept. A row holds at most 4,096
+-- bytes of writes (chains.HELD_WRITES): a call that would take it past them moves
+-- them, then itself, to rows, so that each call copies at most that much however
+-- many tasks write to the checkpoint (a fan-out of a thousand tasks of 1 KB would
+-- otherwise copy half a gigabyte, and write it to the WAL).
 --
 -- LangGraph may send a step's writes while the put of its checkpoint is under way:
 -- they wait for that put to end (its put lock, taken and given back at once, so
@@ -230,16 +237,25 @@ BEGIN
         FOR NO KEY UPDATE;
     END IF;
     IF v_row IS NOT NULL THEN
-        IF v_writes IS NULL OR position(p_writes IN v_writes) = 0 OR p_special THEN
+        IF v_writes IS NOT NULL AND NOT p_special AND position(p_writes IN v_writes) > 0 THEN
+            RETURN '{}'::jsonb;
+        END IF;
+        IF coalesce(length(v_writes), 0) + length(p_writes) <= 4096 THEN
             UPDATE agentstate_checkpoint SET writes = coalesce(writes, ''::bytea) || p_writes
             WHERE id = v_row;
+            RETURN '{}'::jsonb;
         END IF;
-        RETURN '{}'::jsonb;
+        UPDATE agentstate_checkpoint SET writes = NULL WHERE id = v_row;
+        p_writes := coalesce(v_writes, ''::bytea) || p_writes;
     END IF;
+    -- the first write at each (task, idx), the last for a special channel's, as a read
+    -- keeps them (one statement cannot write one row twice)
     INSERT INTO agentstate_checkpointwrite
         (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, blob)
-    SELECT v_thread, p_ns, p_id, x.task_id, x.task_path, x.idx, x.channel, x.type, x.blob
-    FROM agentstate_chain_writes(p_writes) AS x
+    SELECT DISTINCT ON (x.task_id, x.idx)
+           v_thread, p_ns, p_id, x.task_id, x.task_path, x.idx, x.channel, x.type, x.blob
+    FROM agentstate_chain_writes(p_writes) WITH ORDINALITY AS x
+    ORDER BY x.task_id, x.idx, CASE WHEN x.idx < 0 THEN -x.ordinality ELSE x.ordinality END
     ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO UPDATE SET
         channel = EXCLUDED.channel, type = EXCLUDED.type, blob = EXCLUDED.blob,
         task_path = EXCLUDED.task_path
