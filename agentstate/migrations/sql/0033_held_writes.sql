@@ -118,7 +118,19 @@ DECLARE
     v_thread bigint;
     v_row bigint;
     v_writes bytea;
+    v_held constant integer := 4096;  -- chains.HELD_WRITES
 BEGIN
+    -- most calls: appended to a stored checkpoint's row that has room for them, in one
+    -- statement (an update waiting for another reads its conditions again on the row
+    -- that one left); the others are taken as they come below
+    UPDATE agentstate_checkpoint c SET writes = coalesce(c.writes, ''::bytea) || p_writes
+    WHERE c.thread_id = (SELECT t.id FROM agentstate_thread t WHERE t.thread_id = p_thread)
+      AND c.checkpoint_ns = p_ns AND c.checkpoint_id = p_id
+      AND coalesce(length(c.writes), 0) + length(p_writes) <= v_held
+      AND (c.writes IS NULL OR p_special OR position(p_writes IN c.writes) = 0);
+    IF FOUND THEN
+        RETURN '{}'::jsonb;
+    END IF;
     SELECT id INTO v_thread FROM agentstate_thread WHERE thread_id = p_thread;
     IF v_thread IS NOT NULL THEN
         SELECT c.id, c.writes INTO v_row, v_writes FROM agentstate_checkpoint c
@@ -147,7 +159,7 @@ BEGIN
         IF v_writes IS NOT NULL AND NOT p_special AND position(p_writes IN v_writes) > 0 THEN
             RETURN '{}'::jsonb;
         END IF;
-        IF coalesce(length(v_writes), 0) + length(p_writes) <= 4096 THEN
+        IF coalesce(length(v_writes), 0) + length(p_writes) <= v_held THEN
             UPDATE agentstate_checkpoint SET writes = coalesce(writes, ''::bytea) || p_writes
             WHERE id = v_row;
             RETURN '{}'::jsonb;
