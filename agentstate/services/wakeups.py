@@ -28,13 +28,13 @@ than two connections: the listener's and that one.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -122,7 +122,9 @@ class Waiter:
 
 
 # The one thread (and so one connection) on which waiters read the database.
-_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentstate-waiters")
+_executor = concurrent.futures.ThreadPoolExecutor(
+    max_workers=1, thread_name_prefix="agentstate-waiters"
+)
 
 
 def _in_waiters_thread(func: Callable[..., T], *args: Any) -> T:
@@ -150,22 +152,60 @@ async def run(func: Callable[..., T], *args: Any, key: Any = None) -> T:
     started shares its answer (fifty waiters woken for one request read it once)."""
     loop = asyncio.get_running_loop()
     if key is None:
-        return await loop.run_in_executor(_executor, _in_waiters_thread, func, *args)
+        return await _submitted(loop, _in_waiters_thread, func, *args)
     queued = _queued.get(key)
     if queued is not None and queued.get_loop() is loop:
         return await asyncio.shield(queued)
 
     def started() -> T:
         # Run on the loop after ``future`` is bound (the loop runs it later).
-        loop.call_soon_threadsafe(lambda: _forget(key, future))
+        _on_loop(loop, _forget, key, future)
         return _in_waiters_thread(func, *args)
 
-    future = loop.run_in_executor(_executor, started)
+    future = _submitted(loop, started)
     _queued[key] = future
     try:
         return await asyncio.shield(future)
     finally:
         _forget(key, future)
+
+
+def _submitted(
+    loop: asyncio.AbstractEventLoop, func: Callable[..., T], *args: Any
+) -> asyncio.Future[T]:
+    """``func(*args)`` on the waiters' thread, as a future of ``loop``; cancelled, the
+    call is too if it has not started.
+
+    ``loop.run_in_executor`` would do the same, but hands the answer to the loop
+    even once it is closed, and then logs an error: a request's loop under WSGI
+    (``async_to_sync``) closes as soon as its waiter gives up, while a read it
+    asked may still be running. The answer is then dropped: nobody awaits it."""
+    future: asyncio.Future[T] = loop.create_future()
+    call = _executor.submit(func, *args)
+    future.add_done_callback(lambda f: call.cancel() if f.cancelled() else None)
+    call.add_done_callback(lambda done: _on_loop(loop, _settle, future, done))
+    return future
+
+
+def _settle(future: asyncio.Future[T], done: concurrent.futures.Future[T]) -> None:
+    """``future`` (the loop's) given ``done``'s outcome, unless already cancelled."""
+    if future.cancelled():
+        return
+    if done.cancelled():
+        future.cancel()
+    elif (error := done.exception()) is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(done.result())
+
+
+def _on_loop(loop: asyncio.AbstractEventLoop, func: Callable[..., Any], *args: Any) -> None:
+    """``func(*args)`` on ``loop``'s thread, from any other, or nothing once it is closed."""
+    try:
+        loop.call_soon_threadsafe(func, *args)
+    except RuntimeError:  # closed (asyncio says no more than that)
+        if not loop.is_closed():
+            raise
 
 
 def _forget(key: Any, future: asyncio.Future[Any]) -> None:
