@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 
 from agentstate.backends import backend
-from agentstate.exceptions import ApprovalRequestExpired
+from agentstate.exceptions import ApprovalRequestExpired, NotAReviewer
 from agentstate.models import ApprovalRequest, Event
 from agentstate.services import approvals, oversight, runs
 from agentstate.services.sweep import apply_deadlines, sweep
@@ -91,6 +91,29 @@ def test_reminder_and_escalation_are_written_once(run, leads, reviewer):
     ]
     lead = reviewer("lead", leads)
     assert approvals.decide(request, "reject", by=lead).status == "rejected"
+
+
+def test_deadlines_and_escalation_are_by_the_databases_clock(run, leads, reviewer, monkeypatch):
+    """Nodes whose clocks drift apart agree on a request's times: its deadline is
+    set, and checked at a decision, by the database's clock, as its escalation is."""
+    oversight.create_rule(
+        "pay",
+        reviewers="payments-reviewers",
+        deadline=3600,
+        escalate_after=1800,
+        escalate_to=leads,
+    )
+    ahead = timezone.now() + timedelta(days=1)
+    monkeypatch.setattr(timezone, "now", lambda: ahead)  # this process's clock a day ahead
+    request = approvals.request_approval(run, "pay", "c1")
+    # (the portable backend reads the clock with the rule, a statement before the insert)
+    assert abs(request.deadline - request.created_at - timedelta(hours=1)) < timedelta(minutes=1)
+    assert abs(request.escalate_at - request.created_at - timedelta(minutes=30)) < timedelta(
+        minutes=1
+    )
+    with pytest.raises(NotAReviewer):  # not escalated yet, by the database's clock
+        approvals.decide(request, "approve", by=reviewer("lead", leads))
+    assert approvals.decide(request, "approve", by=reviewer("rita")).status == "approved"
 
 
 def test_batches_go_on_from_where_the_last_ended(run):

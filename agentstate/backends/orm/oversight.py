@@ -14,7 +14,6 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
-from django.utils import timezone
 
 from agentstate.backends import events
 from agentstate.backends.base import Changed
@@ -82,11 +81,14 @@ class OversightOperations(Operations):
     # Filing and deciding under a rule (the ORM backend's request_approval and decide).
 
     def _stamp_rule(self, request: ApprovalRequest, approval_ttl: timedelta) -> None:
-        """Copy the tool's rule, as it stands, onto a request being filed now."""
-        rule = self.rows(ApprovalRule).filter(tool_name=request.tool_name).first()
+        """Copy the tool's rule, as it stands, onto a request being filed now (its
+        deadline and escalation from the database's clock, read with the rule)."""
+        rule = (
+            self.rows(ApprovalRule).filter(tool_name=request.tool_name).annotate(now=Now()).first()
+        )
         if rule is None:
             return
-        now = timezone.now()
+        now = rule.now
         deadline = now + (seconds(rule.deadline) or approval_ttl)
         request.rule = rule
         request.approvals_required = rule.approvals_required
@@ -110,9 +112,12 @@ class OversightOperations(Operations):
             return False
         return self.rows(user_model).filter(pk=user_id, groups=group_id).exists()
 
-    def _check_may_decide(self, run: Run, request: ApprovalRequest, user_id: int | None) -> bool:
-        """``SelfApproval`` and ``NotAReviewer``, as ``agentstate_decide`` checks them;
-        whether ``user_id`` may decide by escalation only (not among the reviewers)."""
+    def _check_may_decide(
+        self, run: Run, request: ApprovalRequest, user_id: int | None, now: datetime
+    ) -> bool:
+        """``SelfApproval`` and ``NotAReviewer``, as ``agentstate_decide`` checks them
+        (``now``: the database's clock); whether ``user_id`` may decide by escalation
+        only (not among the reviewers)."""
         if not request.allow_self_approval and user_id is not None:
             if run.created_by_id == user_id:
                 raise SelfApproval.of()
@@ -121,7 +126,7 @@ class OversightOperations(Operations):
         )
         if not needs_reviewer or self._in_group(user_id, request.reviewers_id):
             return False
-        escalated = request.escalate_at is not None and request.escalate_at <= timezone.now()
+        escalated = request.escalate_at is not None and request.escalate_at <= now
         if escalated and self._in_group(user_id, request.escalate_to_id):
             return True
         raise NotAReviewer.of(tool_name=request.tool_name)

@@ -14,7 +14,6 @@ from typing import Any, cast
 
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
-from django.utils import timezone
 
 from agentstate.backends import events
 from agentstate.backends.base import Changed, Page, RequestFilters
@@ -537,13 +536,15 @@ class RunOperations(PolicyOperations):
         locked = (
             requests.select_for_update()
             .with_current_status(approval_ttl)
+            .annotate(now=Now())  # the database's clock, for the deadline and escalation
             .filter(pk=request_id)
             .first()
         )
         if run is None or locked is None:
             raise ApprovalRequestNotFound.of(id=request_id)
-        by_escalation = self._check_may_decide(run, locked, by.user_id)
-        past_deadline = locked.deadline is not None and locked.deadline <= timezone.now()
+        now = locked.now
+        by_escalation = self._check_may_decide(run, locked, by.user_id, now)
+        past_deadline = locked.deadline is not None and locked.deadline <= now
         # current_status: annotated by with_current_status, which django-stubs cannot follow.
         if past_deadline or locked.current_status == Status.EXPIRED:  # type: ignore[attr-defined]
             raise ApprovalRequestExpired.of()
