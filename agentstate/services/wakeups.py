@@ -159,7 +159,7 @@ async def run(func: Callable[..., T], *args: Any, key: Any = None) -> T:
 
     def started() -> T:
         # Run on the loop after ``future`` is bound (the loop runs it later).
-        _on_loop(loop, _forget, key, future)
+        _on_loop(loop, lambda: _forget(key, future))
         return _in_waiters_thread(func, *args)
 
     future = _submitted(loop, started)
