@@ -8,9 +8,11 @@ import threading
 import time
 from _thread import get_ident
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, ParamSpec, TypeVar, cast
 
 from django.db import (
+    DEFAULT_DB_ALIAS,
     OperationalError,
     connections,
     models,
@@ -19,6 +21,8 @@ from django.db import (
 from django.db.backends import utils as django_cursors
 from django.db.models import DEFERRED, Count, Window, signals
 from django.db.models.base import ModelState
+from django.db.models.functions import Now
+from django.db.models.sql import Query
 from django.utils.asyncio import async_unsafe
 
 P = ParamSpec("P")
@@ -561,3 +565,19 @@ def group_membership() -> list[str] | None:
         return None
     groups = cast(models.ManyToManyField, field)
     return [groups.m2m_db_table(), groups.m2m_column_name(), groups.m2m_reverse_name()]
+
+
+def database_now(alias: str = DEFAULT_DB_ALIAS) -> datetime:
+    """The database's clock, now (``Now()`` as the database computes it), for a time
+    that is compared with the times the database writes: nodes whose clocks drift
+    apart agree on it."""
+    connection = connections[alias]
+    query = Query(None)
+    now = Now().resolve_expression(query)
+    sql, params = query.get_compiler(alias).compile(now)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {sql}", params)
+        (value,) = cursor.fetchone()
+    for convert in connection.ops.get_db_converters(now) + now.get_db_converters(connection):
+        value = convert(value, now, connection)
+    return cast(datetime, value)

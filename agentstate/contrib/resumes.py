@@ -24,10 +24,10 @@ from datetime import datetime
 
 from django.db import transaction
 from django.db.models import Exists, Max, OuterRef
-from django.utils import timezone
 
 from agentstate.conf import agentstate_settings
 from agentstate.contrib.kept import STATE_SCOPE, waiting_on
+from agentstate.db import database_now
 from agentstate.exceptions import ScopeNotFound, VariableNotFound, VersionMismatch
 from agentstate.models import ApprovalRequest, Run, Variable
 from agentstate.services import context
@@ -45,7 +45,8 @@ def take(run_id: str) -> str | None:
             kept: str = context.pop(STATE_SCOPE, run_id, by="bridge")
         except _ABSENT:
             return None
-        lease = {"kept": kept, "taken_at": timezone.now().isoformat()}
+        # the database's clock, as the consumed_at it is compared with (``_restore``)
+        lease = {"kept": kept, "taken_at": database_now().isoformat()}
         context.put(LEASE_SCOPE, run_id, json.dumps(lease), by="bridge")
     return kept
 
@@ -88,8 +89,9 @@ def _restore(run_id: str, lease: dict[str, str]) -> bool:
 def ready(now: datetime | None = None) -> list[tuple[str | None, str]]:
     """``(bridge name, run id)`` of every run that should be resumed and is not being:
     the leases older than ``RESUME_LEASE`` (their state is put back first), and the
-    decided runs whose state still waits."""
-    now = now or timezone.now()
+    decided runs whose state still waits. ``now`` (default: the database's clock) is
+    when the leases are judged."""
+    now = now or database_now()
     found = _expired_leases(now)
     taken = {run_id for _name, run_id in found}
     waiting = [

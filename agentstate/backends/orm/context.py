@@ -3,6 +3,7 @@
 from typing import Any, cast
 
 from django.db import connections
+from django.db.models.functions import Now
 
 from agentstate.exceptions import (
     ScopeNotFound,
@@ -89,17 +90,16 @@ class ContextOperations(Operations):
     def _save(self, variable: Variable, actor: str) -> None:
         variable.version += 1
         variable.updated_by = actor
-        variable.save(
-            using=self.alias,
-            update_fields=[
-                "is_list",
-                "value",
-                "head",
-                "tail",
-                "version",
-                "updated_by",
-                "updated_at",
-            ],
+        # updated_at by the database's clock, as on PostgreSQL (save() would set the
+        # process's: a resume compares it with a decision's time, ``contrib.resumes``)
+        self.rows(Variable).filter(pk=variable.pk).update(
+            is_list=variable.is_list,
+            value=variable.value,
+            head=variable.head,
+            tail=variable.tail,
+            version=variable.version,
+            updated_by=actor,
+            updated_at=Now(),
         )
 
     def _store_list(self, variable: Variable, values: list[Any], start: int = 0) -> None:
