@@ -32,7 +32,6 @@ from django.utils import timezone
 from agentstate import events
 from agentstate.backends import Page, backend
 from agentstate.conf import agentstate_settings
-from agentstate.db import database_now
 from agentstate.exceptions import ApprovalRequestNotFound, BadInput, PolicyNotFound
 from agentstate.models import ApprovalPolicy, ApprovalRequest, Event, Run, Vote
 from agentstate.models.querysets import current_status, request_in_status
@@ -332,21 +331,18 @@ def _policy_user(user: Any) -> int | str | None:
 
 
 def _expiry(expires_at: Any) -> datetime | None:
-    """A policy's end, ``now`` the database's clock (by which it is in force or not)."""
     if expires_at is None:
         return None
-    if not isinstance(expires_at, datetime | timedelta) or (
-        isinstance(expires_at, datetime) and timezone.is_naive(expires_at)
-    ):
+    if isinstance(expires_at, timedelta):
+        expires_at = timezone.now() + expires_at
+    if not isinstance(expires_at, datetime) or timezone.is_naive(expires_at):
         raise BadInput(
             "expires_at must be a time with its time zone, or a timedelta from now.",
             field="expires_at",
         )
-    now = database_now()
-    end: datetime = now + expires_at if isinstance(expires_at, timedelta) else expires_at
-    if end <= now:
+    if expires_at <= timezone.now():
         raise BadInput("expires_at must be in the future.", field="expires_at")
-    return end
+    return expires_at
 
 
 def create_policy(
