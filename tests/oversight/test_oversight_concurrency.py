@@ -1,14 +1,16 @@
 """Races, with real threads and their own connections (``concurrently``): the
 deciding vote, the deadline against a decision, and using an approval."""
 
+import threading
 import time
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from agentstate.exceptions import AlreadyConsumed, AlreadyDecided, ApprovalRequestExpired
-from agentstate.models import ApprovalRequest, Event, Vote
+from agentstate.models import ApprovalRequest, Event, Run, Vote
 from agentstate.services import approvals, oversight, runs
 from agentstate.services.sweep import sweep
 
@@ -67,6 +69,38 @@ def test_a_decision_racing_the_deadline_is_one_or_the_other(concurrently, alice,
         else:
             assert isinstance(decided, ApprovalRequestExpired), decided
             assert stored.status == "rejected" and events.get().actor == f"rule:{rule.pk}"
+
+
+def test_a_decision_that_waited_for_the_deadline_is_expired(concurrently, alice, reviewer):
+    """A decision begun before the deadline that gets the request only after the
+    sweep decided it there answers expired, as one begun after it does."""
+    oversight.create_rule("pay", deadline=3600, on_deadline="reject")
+    carol = reviewer("carol")
+    run = runs.create_run("deadline-wait", user=alice)
+    request = approvals.request_approval(run, "pay", "c1")
+    due = timezone.now() + timedelta(seconds=1)
+    ApprovalRequest.objects.filter(pk=request.pk).update(deadline=due)
+    locked = threading.Event()
+
+    def act(i: int):
+        if i == 0:  # the sweep, holding the run's row from before the deadline
+            with transaction.atomic():
+                Run.objects.select_for_update().get(pk=run.pk)
+                locked.set()
+                while timezone.now() < due + timedelta(milliseconds=50):
+                    time.sleep(0.01)
+                sweep()
+            return None
+        locked.wait()
+        time.sleep(0.1)  # the decision waits for the run's row, from well before the deadline
+        try:
+            return approvals.decide(request.pk, "approve", by=carol)
+        except (ApprovalRequestExpired, AlreadyDecided) as error:
+            return error
+
+    _, decided = concurrently(2, act)
+    assert isinstance(decided, ApprovalRequestExpired), decided
+    assert ApprovalRequest.objects.get(pk=request.pk).status == "rejected"
 
 
 def test_two_consumers_at_once_use_it_once(concurrently, alice):

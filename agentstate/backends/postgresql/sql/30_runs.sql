@@ -572,7 +572,8 @@ END $$;
 -- Separation of duties first: the run's creator unless the request allows it
 -- (SelfApproval); outside its reviewers, and its escalation group once due
 -- (NotAReviewer). A request filed under a rule past its deadline is Expired
--- whatever the sweep did. Under a rule each decision is a vote (one per
+-- whatever the sweep did: past it by the clock once the locks are held, so a
+-- decision that waited for the sweep's lock comes after the sweep's decision. Under a rule each decision is a vote (one per
 -- reviewer: AlreadyVoted); an approve decides once approvals_required votes
 -- approved the same digest, a reject at once.
 CREATE FUNCTION agentstate_decide(
@@ -608,7 +609,7 @@ BEGIN
                 AND agentstate_in_group(p_user, req.escalate_to_id, p_membership)) THEN
         RETURN agentstate_refuse('NotAReviewer', jsonb_build_object('tool_name', req.tool_name));
     END IF;
-    IF coalesce(req.deadline <= statement_timestamp(), false)
+    IF coalesce(req.deadline <= clock_timestamp(), false)
        OR agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl) = 'expired' THEN
         RETURN agentstate_refuse('ApprovalRequestExpired', '{}');
     END IF;
