@@ -48,6 +48,16 @@ class UnknownOwner(BadInput):
         return super().of(field=field, **facts)
 
 
+class PastExpiry(BadInput):
+    """A policy's ``expires_at`` not in the future by the database's clock."""
+
+    default_detail = "expires_at must be in the future."
+
+    @classmethod
+    def of(cls, *, field: str | None = "expires_at", **facts: Any) -> "AgentStateError":
+        return super().of(field=field, **facts)
+
+
 class NotFound(AgentStateError, LookupError):
     status = 404
     code = "not_found"

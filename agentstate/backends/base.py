@@ -534,14 +534,16 @@ class Backend(abc.ABC):
         approve: bool,
         user: Owner,
         arguments: dict[str, Any] | None,
-        expires_at: datetime | None,
+        expires_at: datetime | timedelta | None,
         reason: str,
         by: Actor,
     ) -> Changed[ApprovalPolicy]:
         """A new policy for the runs of ``user`` (an id, or a username looked up in the
         operation: ``UnknownOwner`` on field ``user``; ``None``: every user's), created
         by ``by.user_id``, who must have the right of the tool's rule to decide alone
-        (as ``record_decision``; the policy's user is the run's creator). Event
+        (as ``record_decision``; the policy's user is the run's creator), in force
+        until ``expires_at`` (a time, or a ``timedelta`` from the database's now;
+        ``PastExpiry`` unless it is after that now; ``None``: until revoked). Event
         ``policy.created``. Value: the policy, with ``user_name`` and
         ``created_by_name`` (usernames, or ``None``)."""
 

@@ -330,18 +330,24 @@ def _policy_user(user: Any) -> int | str | None:
     raise BadInput("user must be a user, a username or None.", field="user")
 
 
-def _expiry(expires_at: Any) -> datetime | None:
-    if expires_at is None:
-        return None
-    if isinstance(expires_at, timedelta):
-        expires_at = timezone.now() + expires_at
-    if not isinstance(expires_at, datetime) or timezone.is_naive(expires_at):
+MAX_LIFETIME = timedelta(days=1_000_000)  # a policy's timedelta, either way
+
+
+def _expiry(expires_at: object) -> datetime | timedelta | None:
+    """A policy's end as given, a time or a ``timedelta``: the backend takes it from
+    the database's now, by which a policy is in force, and refuses it unless it is
+    ahead (``PastExpiry``)."""
+    if expires_at is None or (isinstance(expires_at, datetime) and timezone.is_aware(expires_at)):
+        return expires_at
+    if not isinstance(expires_at, timedelta):
         raise BadInput(
             "expires_at must be a time with its time zone, or a timedelta from now.",
             field="expires_at",
         )
-    if expires_at <= timezone.now():
-        raise BadInput("expires_at must be in the future.", field="expires_at")
+    if abs(expires_at) > MAX_LIFETIME:  # an end any database's times can hold
+        raise BadInput(
+            f"expires_at must be within {MAX_LIFETIME.days:,} days of now.", field="expires_at"
+        )
     return expires_at
 
 

@@ -10,9 +10,11 @@ from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from agentstate.db import database_now
 from agentstate.exceptions import (
     AlreadyRevoked,
     BadInput,
+    PastExpiry,
     PolicyNotFound,
     UnknownOwner,
 )
@@ -235,8 +237,29 @@ def test_create_policy_refuses_bad_input_and_writes_nothing(args, options, field
 def test_a_naive_or_past_expiry_is_refused():
     with pytest.raises(BadInput, match="time zone"):
         approvals.create_policy("mail", "approve", expires_at=timezone.now().replace(tzinfo=None))
+    with pytest.raises(BadInput, match="future"):  # the database's now: in force no longer
+        approvals.create_policy("mail", "approve", expires_at=database_now())
+    for lifetime in (timedelta(0), timedelta(seconds=-1), -timedelta(days=1_000_000)):
+        with pytest.raises(PastExpiry) as caught:
+            approvals.create_policy("mail", "approve", expires_at=lifetime)
+        assert caught.value.field == "expires_at" and caught.value.status == 400
+    for lifetime in (timedelta(days=1_000_000, microseconds=1), timedelta.max, timedelta.min):
+        with pytest.raises(BadInput, match="within 1,000,000 days") as caught:
+            approvals.create_policy("mail", "approve", expires_at=lifetime)
+        assert caught.value.field == "expires_at"
+    assert not ApprovalPolicy.objects.exists() and not Event.objects.exists()
+
+
+def test_a_policys_expiry_is_by_the_databases_clock(monkeypatch):
+    """A node whose clock is a day behind: a policy for an hour lasts an hour of the
+    database's clock, by which it is in force; a time an hour ahead of that node's
+    clock is the database's past, refused."""
+    behind = timezone.now() - timedelta(days=1)
+    monkeypatch.setattr(timezone, "now", lambda: behind)
+    policy = approvals.create_policy("mail", "approve", expires_at=timedelta(hours=1))
+    assert abs(policy.expires_at - policy.created_at - timedelta(hours=1)) < timedelta(minutes=1)
     with pytest.raises(BadInput, match="future"):
-        approvals.create_policy("mail", "approve", expires_at=timezone.now())
+        approvals.create_policy("mail", "approve", expires_at=behind + timedelta(hours=1))
 
 
 def test_an_unknown_username_is_refused_on_field_user():

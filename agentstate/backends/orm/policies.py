@@ -7,7 +7,7 @@ request that committed first, and no request after. SQLite's IMMEDIATE
 transactions serialize the two instead.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -17,7 +17,8 @@ from django.utils import timezone
 from agentstate.backends import events
 from agentstate.backends.base import Changed
 from agentstate.backends.events import json_time
-from agentstate.exceptions import AlreadyRevoked, PolicyNotFound, UnknownOwner
+from agentstate.db import database_now
+from agentstate.exceptions import AlreadyRevoked, PastExpiry, PolicyNotFound, UnknownOwner
 from agentstate.models import ApprovalPolicy, ApprovalRule, Run
 from agentstate.policies import active, matches
 from agentstate.types import Actor, Owner
@@ -84,7 +85,7 @@ class PolicyOperations(OversightOperations):
         approve: bool,
         user: Owner,
         arguments: dict[str, Any] | None,
-        expires_at: datetime | None,
+        expires_at: datetime | timedelta | None,
         reason: str,
         by: Actor,
     ) -> Changed[ApprovalPolicy]:
@@ -98,10 +99,16 @@ class PolicyOperations(OversightOperations):
         approve: bool,
         user: Owner,
         arguments: dict[str, Any] | None,
-        expires_at: datetime | None,
+        expires_at: datetime | timedelta | None,
         reason: str,
         by: Actor,
     ) -> Changed[ApprovalPolicy]:
+        if isinstance(expires_at, timedelta):  # from the database's clock, by which it is in force
+            if expires_at <= timedelta(0):
+                raise PastExpiry.of()
+            expires_at = database_now(self.alias) + expires_at
+        elif expires_at is not None and expires_at <= database_now(self.alias):
+            raise PastExpiry.of()
         user_id = self._policy_user_id(user)
         self._check_standing(tool_name, approve, by.user_id, user_id)
         policy = self.rows(ApprovalPolicy).create(

@@ -1,7 +1,7 @@
 """Approval policies on PostgreSQL: ``sql/35_policies.sql``."""
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from agentstate.backends.base import Changed
@@ -25,7 +25,7 @@ class PolicyOperations:
         approve: bool,
         user: Owner,
         arguments: dict[str, Any] | None,
-        expires_at: datetime | None,
+        expires_at: datetime | timedelta | None,
         reason: str,
         by: Actor,
     ) -> Changed[ApprovalPolicy]:
@@ -37,7 +37,8 @@ class PolicyOperations:
                 p_user_id=None if isinstance(user, str) else user,
                 p_username=user if isinstance(user, str) else None,
                 p_arguments=None if arguments is None else Json(arguments),
-                p_expires_at=expires_at,
+                p_expires_at=expires_at if isinstance(expires_at, datetime) else None,
+                p_expires_in=expires_at if isinstance(expires_at, timedelta) else None,
                 p_reason=reason,
                 p_by=by.user_id,
                 p_actor=by.name,

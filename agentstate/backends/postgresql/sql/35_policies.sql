@@ -101,18 +101,24 @@ $$;
 -- p_user_id or, given instead, p_username (looked up: UnknownOwner on field user).
 -- Under the tool's rule, made only by whom it lets decide alone, for the runs of
 -- that user (agentstate_check_standing: p_by is the run's creator when it is
--- the policy's user).
+-- the policy's user). In force until p_expires_at or, given instead, p_expires_in
+-- from now: after now by this clock, by which it is in force (PastExpiry).
 CREATE FUNCTION agentstate_create_policy(
     p_tool text, p_approve boolean, p_user_id bigint, p_username text, p_arguments jsonb,
-    p_expires_at timestamptz, p_reason text, p_by bigint, p_actor text, p_membership text[]
+    p_expires_at timestamptz, p_expires_in interval, p_reason text, p_by bigint, p_actor text,
+    p_membership text[]
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     for_user bigint := p_user_id;
+    expires timestamptz := coalesce(p_expires_at, statement_timestamp() + p_expires_in);
     made agentstate_approvalpolicy;
     created jsonb;
 BEGIN
+    IF expires <= statement_timestamp() THEN
+        RETURN agentstate_refuse('PastExpiry', '{}');
+    END IF;
     IF p_username IS NOT NULL THEN
         for_user := agentstate_user_id(p_username);
         IF for_user IS NULL THEN
@@ -124,7 +130,7 @@ BEGIN
     INSERT INTO agentstate_approvalpolicy
         (tool_name, user_id, arguments, decision, expires_at, reason, created_by_id, created_at)
     VALUES (p_tool, for_user, p_arguments, CASE WHEN p_approve THEN 'approve' ELSE 'reject' END,
-            p_expires_at, p_reason, p_by, statement_timestamp())
+            expires, p_reason, p_by, statement_timestamp())
     RETURNING * INTO made;
     created := agentstate_record('policy.created', 'approvalpolicy', made.id::text, p_by, p_actor,
         made.created_by_id, '', jsonb_build_object(
