@@ -573,9 +573,10 @@ END $$;
 -- (SelfApproval); outside its reviewers, and its escalation group once due
 -- (NotAReviewer). A request filed under a rule past its deadline is Expired
 -- whatever the sweep did: past it by the clock once the locks are held, so a
--- decision that waited for the sweep's lock comes after the sweep's decision. Under a rule each decision is a vote (one per
--- reviewer: AlreadyVoted); an approve decides once approvals_required votes
--- approved the same digest, a reject at once.
+-- decision that waited for the sweep's lock comes after the sweep's decision.
+-- Under a rule each decision is a vote (one per reviewer: AlreadyVoted); an
+-- approve decides once approvals_required votes approved the same digest, a
+-- reject at once.
 CREATE FUNCTION agentstate_decide(
     p_id bigint, p_approve boolean, p_always boolean, p_reason text, p_arguments jsonb,
     p_ttl interval, p_user bigint, p_actor text, p_digest text, p_membership text[]
