@@ -9,7 +9,12 @@ import pytest
 from django.db import transaction
 from django.utils import timezone
 
-from agentstate.exceptions import AlreadyConsumed, AlreadyDecided, ApprovalRequestExpired
+from agentstate.exceptions import (
+    AgentStateError,
+    AlreadyConsumed,
+    AlreadyDecided,
+    ApprovalRequestExpired,
+)
 from agentstate.models import ApprovalRequest, Event, Run, Vote
 from agentstate.services import approvals, oversight, runs
 from agentstate.services.sweep import sweep
@@ -71,36 +76,65 @@ def test_a_decision_racing_the_deadline_is_one_or_the_other(concurrently, alice,
             assert stored.status == "rejected" and events.get().actor == f"rule:{rule.pk}"
 
 
+def _decided_behind_a_lock(concurrently, run, until, decide, then=None):
+    """What ``decide()`` gives (or raises) when sent while another transaction holds
+    the run's row, as the sweep does, from well before ``until`` to just after it,
+    and runs ``then()`` there before it commits."""
+    locked = threading.Event()
+
+    def act(i: int):
+        if i == 0:
+            with transaction.atomic():
+                Run.objects.select_for_update().get(pk=run.pk)
+                locked.set()
+                while timezone.now() < until + timedelta(milliseconds=50):
+                    time.sleep(0.01)
+                if then is not None:
+                    then()
+            return None
+        locked.wait()
+        time.sleep(0.1)  # then waits for the run's row, from well before ``until``
+        try:
+            return decide()
+        except AgentStateError as error:
+            return error
+
+    return concurrently(2, act)[1]
+
+
 def test_a_decision_that_waited_for_the_deadline_is_expired(concurrently, alice, reviewer):
-    """A decision begun before the deadline that gets the request only after the
-    sweep decided it there answers expired, as one begun after it does."""
+    """A decision sent before the deadline that holds the request only after the
+    sweep decided it there answers expired, as one sent after it does."""
     oversight.create_rule("pay", deadline=3600, on_deadline="reject")
     carol = reviewer("carol")
     run = runs.create_run("deadline-wait", user=alice)
     request = approvals.request_approval(run, "pay", "c1")
     due = timezone.now() + timedelta(seconds=1)
     ApprovalRequest.objects.filter(pk=request.pk).update(deadline=due)
-    locked = threading.Event()
-
-    def act(i: int):
-        if i == 0:  # the sweep, holding the run's row from before the deadline
-            with transaction.atomic():
-                Run.objects.select_for_update().get(pk=run.pk)
-                locked.set()
-                while timezone.now() < due + timedelta(milliseconds=50):
-                    time.sleep(0.01)
-                sweep()
-            return None
-        locked.wait()
-        time.sleep(0.1)  # the decision waits for the run's row, from well before the deadline
-        try:
-            return approvals.decide(request.pk, "approve", by=carol)
-        except (ApprovalRequestExpired, AlreadyDecided) as error:
-            return error
-
-    _, decided = concurrently(2, act)
+    decided = _decided_behind_a_lock(
+        concurrently, run, due, lambda: approvals.decide(request.pk, "approve", by=carol), sweep
+    )
     assert isinstance(decided, ApprovalRequestExpired), decided
     assert ApprovalRequest.objects.get(pk=request.pk).status == "rejected"
+
+
+def test_a_decision_that_waited_for_the_escalation_is_escalated(
+    concurrently, alice, reviewer, leads
+):
+    """Escalation by the same clock: a lead's decision sent before the request
+    escalates, holding it only after, is a decision of its escalation group."""
+    oversight.create_rule(
+        "pay", reviewers="payments-reviewers", escalate_after=1800, escalate_to=leads
+    )
+    lead = reviewer("lead", leads)
+    run = runs.create_run("escalation-wait", user=alice)
+    request = approvals.request_approval(run, "pay", "c1")
+    due = timezone.now() + timedelta(seconds=1)
+    ApprovalRequest.objects.filter(pk=request.pk).update(escalate_at=due)
+    decided = _decided_behind_a_lock(
+        concurrently, run, due, lambda: approvals.decide(request.pk, "approve", by=lead)
+    )
+    assert isinstance(decided, ApprovalRequest) and decided.status == "approved", decided
 
 
 def test_two_consumers_at_once_use_it_once(concurrently, alice):

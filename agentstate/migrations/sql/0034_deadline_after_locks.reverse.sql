@@ -1,4 +1,5 @@
--- Undoes 0034: the deadline read by the clock of the decision's statement start.
+-- Undoes 0034: the deadline and the escalation read by the clock of the decision's
+-- statement start.
 
 CREATE OR REPLACE FUNCTION agentstate_decide(
     p_id bigint, p_approve boolean, p_always boolean, p_reason text, p_arguments jsonb,

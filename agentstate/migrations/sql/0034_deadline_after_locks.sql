@@ -1,7 +1,8 @@
 -- 0034: a decision that waited for the sweep's lock on its run, from before its
 -- request's deadline, answered AlreadyDecided when the sweep had decided the request
--- at the deadline meanwhile. The deadline is now read by the clock once the locks
--- are held: that decision answers Expired, as any decision after the deadline does.
+-- at the deadline meanwhile. The deadline and the escalation are now read by the
+-- clock once the locks are held: that decision answers Expired, as any decision
+-- after the deadline does.
 
 CREATE OR REPLACE FUNCTION agentstate_decide(
     p_id bigint, p_approve boolean, p_always boolean, p_reason text, p_arguments jsonb,
@@ -19,10 +20,12 @@ DECLARE
     approvals integer;
     digest text;
     reviewer boolean;  -- p_user among the request's reviewers
+    held timestamptz;  -- when the locks were taken
 BEGIN
     SELECT r.* INTO rn FROM agentstate_run r
     WHERE r.id = (SELECT q.run_id FROM agentstate_approvalrequest q WHERE q.id = p_id) FOR UPDATE;
     SELECT * INTO req FROM agentstate_approvalrequest WHERE id = p_id FOR UPDATE;
+    held := clock_timestamp();
     IF rn.id IS NULL OR req.id IS NULL THEN
         RETURN agentstate_refuse('ApprovalRequestNotFound', jsonb_build_object('id', p_id));
     END IF;
@@ -32,11 +35,11 @@ BEGIN
     reviewer := agentstate_in_group(p_user, req.reviewers_id, p_membership);
     IF (req.reviewers_id IS NOT NULL OR (req.approvals_required > 1 AND p_user IS NULL))
        AND NOT reviewer
-       AND NOT (coalesce(req.escalate_at <= statement_timestamp(), false)
+       AND NOT (coalesce(req.escalate_at <= held, false)
                 AND agentstate_in_group(p_user, req.escalate_to_id, p_membership)) THEN
         RETURN agentstate_refuse('NotAReviewer', jsonb_build_object('tool_name', req.tool_name));
     END IF;
-    IF coalesce(req.deadline <= clock_timestamp(), false)
+    IF coalesce(req.deadline <= held, false)
        OR agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl) = 'expired' THEN
         RETURN agentstate_refuse('ApprovalRequestExpired', '{}');
     END IF;

@@ -572,8 +572,9 @@ END $$;
 -- Separation of duties first: the run's creator unless the request allows it
 -- (SelfApproval); outside its reviewers, and its escalation group once due
 -- (NotAReviewer). A request filed under a rule past its deadline is Expired
--- whatever the sweep did: past it by the clock once the locks are held, so a
--- decision that waited for the sweep's lock comes after the sweep's decision.
+-- whatever the sweep did. Escalation and deadline are read by the clock once
+-- the locks are held (held): a decision that waited for the sweep's lock comes
+-- after the sweep's decision, as on the ORM.
 -- Under a rule each decision is a vote (one per reviewer: AlreadyVoted); an
 -- approve decides once approvals_required votes approved the same digest, a
 -- reject at once.
@@ -593,10 +594,12 @@ DECLARE
     approvals integer;
     digest text;
     reviewer boolean;  -- p_user among the request's reviewers
+    held timestamptz;  -- when the locks were taken
 BEGIN
     SELECT r.* INTO rn FROM agentstate_run r
     WHERE r.id = (SELECT q.run_id FROM agentstate_approvalrequest q WHERE q.id = p_id) FOR UPDATE;
     SELECT * INTO req FROM agentstate_approvalrequest WHERE id = p_id FOR UPDATE;
+    held := clock_timestamp();
     IF rn.id IS NULL OR req.id IS NULL THEN
         RETURN agentstate_refuse('ApprovalRequestNotFound', jsonb_build_object('id', p_id));
     END IF;
@@ -606,11 +609,11 @@ BEGIN
     reviewer := agentstate_in_group(p_user, req.reviewers_id, p_membership);
     IF (req.reviewers_id IS NOT NULL OR (req.approvals_required > 1 AND p_user IS NULL))
        AND NOT reviewer
-       AND NOT (coalesce(req.escalate_at <= statement_timestamp(), false)
+       AND NOT (coalesce(req.escalate_at <= held, false)
                 AND agentstate_in_group(p_user, req.escalate_to_id, p_membership)) THEN
         RETURN agentstate_refuse('NotAReviewer', jsonb_build_object('tool_name', req.tool_name));
     END IF;
-    IF coalesce(req.deadline <= clock_timestamp(), false)
+    IF coalesce(req.deadline <= held, false)
        OR agentstate_current_status(req.status, req.created_at, req.deadline, p_ttl) = 'expired' THEN
         RETURN agentstate_refuse('ApprovalRequestExpired', '{}');
     END IF;
