@@ -16,7 +16,9 @@ filing an approval request with a webhook within 1.1x of it without one, and
 add_usage under a run's and a user's budget within 1.2x of it without any;
 the Agents SDK session (``bench/sessions.py``) faster than the SDK's SQLAlchemySession.
 The round trips are counted too (``TRIPS``): one per operation, and per
-request the token lookup and the operation.
+request the token lookup and the operation. Beside the Python API's ratios, one
+call's work against its floor's (``bench/server_time.py``'s ``work``): where an
+operation is under its goal, what its one statement does beyond one UPDATE.
 
 PostgreSQL from ``DATABASE_URL`` (default: a database ``agentstate_bench`` on
 127.0.0.1 that is created and migrated; its name must contain ``bench``, as
@@ -109,6 +111,74 @@ def api_counts() -> dict:
     from bench import api_ops
 
     return api_ops.statements()
+
+
+def api_work(quick: bool) -> dict:
+    """One call's work beside its floor's, per operation (``bench/server_time.py``)."""
+    from bench import server_time
+
+    return server_time.work(500 if quick else 2000)
+
+
+# Each Python-API operation's floor by its kind.
+FLOORS = {"write": "Django UPDATE", "read": "Django SELECT"}
+
+
+def work_rows(results: dict) -> list[tuple[str, str, dict, dict]]:
+    """The one-call table's rows: each operation (the floors first) with its ratios at
+    1 and 8 workers (empty for a floor), its figures and its floor's."""
+    work, r = results.get("api_work"), results["ratios"]["api"]
+    if not work:
+        return []
+    rows = []
+    for name, f in work.items():
+        floor = work[FLOORS[f["kind"]]] if name in r["1"] else f
+        ratios = (
+            " / ".join(f"{r[w][name]:.2f}" for w in ("1", "8")) if name in r["1"] else "(floor)"
+        )
+        rows.append((name, ratios, f, floor))
+    return rows
+
+
+def work_cells(f: dict, floor: dict) -> list[str]:
+    """A row's figures: the server's and the client's CPU per call (with their
+    multiple of the floor's), the time inside the functions and the rows written."""
+
+    def times(key: str) -> str:
+        shown = f"{f[key]:,.0f}"
+        return shown if f is floor else f"{shown} ({f[key] / floor[key]:.1f}x)"
+
+    inside = "" if f["in_functions_us"] is None else f"{f['in_functions_us']:,.0f}"
+    cpu = sum(f[key] for key in ("server_cpu_us", "client_cpu_us"))
+    bound = sum(floor[key] for key in ("server_cpu_us", "client_cpu_us")) / cpu
+    return [
+        times("server_cpu_us"),
+        times("client_cpu_us"),
+        "" if f is floor else f"{bound:.2f}",
+        inside,
+        f"{f['rows_written']:g}",
+    ]
+
+
+WORK_HEADINGS = (
+    "server CPU µs",
+    "client CPU µs",
+    "floor's CPU / its",
+    "in functions µs",
+    "rows written",
+)
+WORK_NOTE = (
+    "One call's work, on one connection with `synchronous_commit` off (the commit's"
+    " flush, the same wait for every write, left out): the database server's CPU"
+    " and this process's (the client's Python, Django and psycopg) per call, each"
+    " beside its multiple of its floor's (the Django-cursor loop of its kind); the"
+    " floor's CPU (both sides) over the call's, the most its ratio can be where the"
+    " cores are the limit (8 workers on a few cores); the server's time inside"
+    " agentstate's functions; and the rows the call inserted, updated or deleted"
+    " (its own, its events', its deliveries'), against the floor's one. An operation"
+    " under its goal does that much more in its one statement than the floor's"
+    " UPDATE or SELECT."
+)
 
 
 def pgbench(seconds: float) -> dict:
@@ -211,6 +281,14 @@ def report(results: dict) -> None:
         " median and 99th percentile (ms); stmts: statements per call"
         f" (statements/round trips where they differ; * over {TRIPS['api']}); floors: {floors}"
     )
+    rows = work_rows(results)
+    if rows:
+        print(
+            f"\n{'one call':<26}{'ratio @1 / @8':>14}" + "".join(f"{h:>20}" for h in WORK_HEADINGS)
+        )
+        for name, ratios, f, floor in rows:
+            print(f"{name:<26}{ratios:>14}" + "".join(f"{c:>20}" for c in work_cells(f, floor)))
+        print("  " + WORK_NOTE.replace("`", ""))
     for w, pair in r["langgraph"].items():
         print(
             f"vs LangGraph PostgresStore @{w}: "
@@ -333,6 +411,19 @@ def markdown(results: dict) -> str:
         )
         + ".",
         "",
+    ]
+    rows = work_rows(results)
+    if rows:
+        lines += [
+            f"| one call | ratio @1 / @8 | {' | '.join(WORK_HEADINGS)} |",
+            "|---|--:|--:|--:|--:|--:|--:|",
+        ]
+        lines += [
+            f"| {name} | {ratios} | {' | '.join(work_cells(f, floor))} |"
+            for name, ratios, f, floor in rows
+        ]
+        lines += ["", WORK_NOTE, ""]
+    lines += [
         f"| ours / LangGraph PostgresStore (> {GOALS['peer']}) | @1 | @8 |",
         "|---|--:|--:|",
     ]
@@ -511,6 +602,7 @@ def main() -> None:
         ("pgbench", lambda: pgbench(seconds)),
         ("api_counts", api_counts),
         ("api", lambda: python_api(seconds)),
+        ("api_work", lambda: api_work(args.quick)),
         ("langgraph_peers", lambda: langgraph_ops.measure(seconds)),
         ("http", lambda: web.measure(http_seconds, int(http_seconds * 2000))),
         ("push_pop", lambda: push_pop(results, args.quick)),

@@ -17,7 +17,9 @@ flush (``synchronous_commit = off`` in this session): that wait is the disk's,
 one per call here and in the floors alike. PostgreSQL times a simple-protocol
 statement (the floors') with its commit, an extended-protocol one (ours, prepared)
 without it. An SQL function the planner
-inlines is no function call: its time is only in the statements'.
+inlines is no function call: its time is only in the statements'. ``work()``
+gives ``bench/run.py`` the same figures, with the rows each call writes, for
+every operation and its floor.
 """
 
 import argparse
@@ -32,7 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import env
 
 
-def _functions(cursor) -> dict[str, tuple[int, float, float]]:
+def _counters(cursor) -> tuple[dict[str, tuple[int, float, float]], int]:
+    """This session's counters so far: each agentstate function's calls, total and self
+    time (ms), and the rows its statements inserted, updated or deleted in any table."""
     cursor.execute("SELECT pg_stat_force_next_flush()")
     cursor.execute("SELECT 1")  # the flush happens at the end of a transaction
     cursor.execute("SELECT pg_stat_clear_snapshot()")
@@ -40,7 +44,12 @@ def _functions(cursor) -> dict[str, tuple[int, float, float]]:
         "SELECT funcname, calls, total_time, self_time FROM pg_stat_user_functions"
         " WHERE funcname LIKE 'agentstate%%'"
     )
-    return {name: (calls, total, own) for name, calls, total, own in cursor.fetchall()}
+    functions = {name: (calls, total, own) for name, calls, total, own in cursor.fetchall()}
+    cursor.execute(
+        "SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_user_tables"
+    )
+    (rows,) = cursor.fetchone()
+    return functions, int(rows)
 
 
 def _statements(op, calls: int) -> float:
@@ -84,7 +93,10 @@ def _run(op, calls: int) -> int:
     return done
 
 
-def measure(op, calls: int) -> dict:
+def measure(op, calls: int, statements: bool = True) -> dict:
+    """One call of ``op``'s figures over ``calls`` calls (after 50 untimed ones) on
+    Django's connection, whose session settings are as they were after it
+    (``statements``: also the statements' own time, over up to 500 more calls)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
@@ -92,10 +104,21 @@ def measure(op, calls: int) -> dict:
         # a commit's flush is a wait on the disk, the same one for every call
         # here and for the floors: left out, so the figures are work done
         cursor.execute("SET synchronous_commit = off")
+    try:
+        return _measured(op, calls, statements)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET track_functions")
+            cursor.execute("RESET synchronous_commit")
+
+
+def _measured(op, calls: int, statements: bool) -> dict:
+    from django.db import connection
+
     for _ in range(50):
         op()
     with connection.cursor() as cursor:
-        before = _functions(cursor)
+        before, rows_before = _counters(cursor)
         cursor.execute("SELECT pg_backend_pid()")
         (backend,) = cursor.fetchone()
     cpu = resource.getrusage(resource.RUSAGE_SELF)
@@ -106,8 +129,8 @@ def measure(op, calls: int) -> dict:
     used = resource.getrusage(resource.RUSAGE_SELF)
     server_cpu = cast(float, env.cpu_seconds(backend)) - server_cpu
     with connection.cursor() as cursor:
-        after = _functions(cursor)
-    statement_us = _statements(op, min(done, 500))
+        after, rows_after = _counters(cursor)
+    statement_us = _statements(op, min(done, 500)) if statements else None
     per = {}
     for name, (n, total, own) in after.items():
         n0, total0, own0 = before.get(name, (0, 0.0, 0.0))
@@ -126,8 +149,40 @@ def measure(op, calls: int) -> dict:
         "server_cpu_us": server_cpu * 1e6 / done,
         "client_cpu_us": (used.ru_utime + used.ru_stime - cpu.ru_utime - cpu.ru_stime) * 1e6 / done,
         "wall_us": wall * 1e6 / done,
+        "rows_written": (rows_after - rows_before) / done,
         "functions": per,
     }
+
+
+def work(calls: int) -> dict:
+    """Each Python-API operation's call and its floor's (``Django UPDATE`` for a write,
+    ``Django SELECT`` for a read) over ``calls`` calls on one connection: the server's
+    CPU, the client's, the time inside the functions and the rows written, per call.
+    What an operation under its goal does beyond the floor's one statement, measured
+    in the run that printed the ratio (``bench/run.py``)."""
+    from django.db import connection
+
+    from bench import api_ops
+    from bench.fill import analyze
+
+    api_ops.prepare_baselines()
+    operations = {
+        **{k: v for k, v in api_ops.baseline_operations().items() if k.startswith("Django")},
+        **api_ops.our_operations(calls + 100),
+    }
+    figures = {}
+    for name, (kind, start) in operations.items():
+        op = start(0)
+        analyze()
+        f = measure(op, calls, statements=False)
+        figures[name] = {
+            "kind": kind,
+            **{key: round(f[key], 1) for key in ("server_cpu_us", "client_cpu_us", "wall_us")},
+            "in_functions_us": None if f["server_us"] is None else round(f["server_us"], 1),
+            "rows_written": round(f["rows_written"], 2),
+        }
+    connection.close()  # a new session for what runs next
+    return figures
 
 
 def main() -> None:
