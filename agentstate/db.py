@@ -23,6 +23,7 @@ from django.db.models import DEFERRED, Count, Window, signals
 from django.db.models.base import ModelState
 from django.db.models.functions import Now
 from django.db.models.sql import Query
+from django.utils import timezone
 from django.utils.asyncio import async_unsafe
 
 P = ParamSpec("P")
@@ -581,3 +582,12 @@ def database_now(alias: str = DEFAULT_DB_ALIAS) -> datetime:
     for convert in connection.ops.get_db_converters(now) + now.get_db_converters(connection):
         value = convert(value, now, connection)
     return cast(datetime, value)
+
+
+def database_epoch(alias: str = DEFAULT_DB_ALIAS) -> float:
+    """``database_now`` in epoch seconds (a naive time, without ``USE_TZ``, read in the
+    default time zone, as Django reads the database's times then)."""
+    now = database_now(alias)
+    if timezone.is_naive(now):
+        now = timezone.make_aware(now, timezone.get_default_timezone())
+    return now.timestamp()

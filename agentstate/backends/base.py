@@ -659,24 +659,26 @@ class Backend(abc.ABC):
     # LangGraph's store (docs: langgraph): an item is a variable of one of the
     # site's scopes (no owner) keyed ``STORE_PREFIX``..., its value ``{"value",
     # "created_at", "updated_at"}`` and, with a TTL, ``"ttl"`` (minutes) and
-    # ``"expires_at"`` (epoch seconds). ``now``: the caller's clock (epoch seconds);
-    # ``actor``: stored as the variable's ``updated_by``.
+    # ``"expires_at"`` (epoch seconds). Its times are the database's clock (now:
+    # the operation's); ``actor``: stored as the variable's ``updated_by``.
 
     @abc.abstractmethod
     def store_get(
-        self, items: list[tuple[str, str, bool]], now: float, actor: str
+        self, items: list[tuple[str, str, bool]], actor: str
     ) -> list[dict[str, Any] | None]:
         """The stored values of ``items`` (``(scope, name, refresh)``), in that order;
-        ``None`` for one absent or expired (``expires_at`` at most ``now``). One asked
-        with ``refresh`` that has a TTL gets its ``expires_at`` pushed to ``now`` plus
-        its TTL in the same operation, its row locked: a write that got there first
+        ``None`` for one absent or expired (``expires_at`` at most now). One asked
+        with ``refresh`` that has a TTL gets its ``expires_at`` pushed to now plus its
+        TTL in the same operation, its row locked: a write that got there first
         stands, and is what is refreshed and returned."""
 
     @abc.abstractmethod
     def store_put(self, scope: str, name: str, value: dict[str, Any], actor: str) -> None:
-        """Store an item's ``value``, keeping the ``created_at`` of the item already
-        stored there (expired and not swept yet too); creates the scope as needed; a
-        list stored there is replaced."""
+        """Store an item, ``value`` its ``{"value"}`` and, with a TTL, ``"ttl"``
+        (minutes, a number): written with ``created_at`` and ``updated_at`` now (ISO
+        8601, UTC) and, with a TTL, ``expires_at`` now plus the TTL, keeping the
+        ``created_at`` of the item already stored there (expired and not swept yet
+        too); creates the scope as needed; a list stored there is replaced."""
 
     # The sweep (docs: concepts/expiry): each call is one batch of at most
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).
@@ -721,10 +723,10 @@ class Backend(abc.ABC):
         and writes; how many threads."""
 
     @abc.abstractmethod
-    def purge_store_items(self, size: int, now: float, after: Any = None) -> Changed[int]:
+    def purge_store_items(self, size: int, after: Any = None) -> Changed[int]:
         """Delete the LangGraph store's items (the variables of the site's scopes keyed
         ``STORE_PREFIX``...) whose ``expires_at`` (epoch seconds, in the value) is at
-        most ``now``, by scope then name, the batch after the one that answered
+        most now, by scope then name, the batch after the one that answered
         ``after`` (``Changed.after``; ``None``: from the first): the expiry is in each
         item's value, with no index, so a sweep reads each item once only by going on
         where the last batch ended. Value: how many."""

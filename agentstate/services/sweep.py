@@ -8,9 +8,7 @@ pauses older than ``RETENTION``, events (with their webhook deliveries and
 attempts) older than ``EVENT_RETENTION``, when ``THREAD_TTL`` is set,
 LangGraph threads (with their checkpoints, values and writes) not written for
 longer, and the LangGraph store's items past their TTL. All by the database
-clock (the store's items by the epoch clock their expiry was written and is
-read with, this process's ``time.time()``), in
-batches of ``SWEEP_BATCH_SIZE``: each batch is one operation of the
+clock, in batches of ``SWEEP_BATCH_SIZE``: each batch is one operation of the
 database's backend (``agentstate.backends``), which locks its rows without
 waiting (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so two sweeps at once take
 disjoint batches and never wait on a claim in progress), changes them with
@@ -23,7 +21,6 @@ Correctness never depends on the sweep: a claim or a decision checks the
 expiry itself. The sweep makes the state visible and keeps tables small.
 """
 
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -150,6 +147,5 @@ def apply_deadlines(store: Backend, size: int, progress: Progress | None = None)
 def purge_store_items(store: Backend, size: int, progress: Progress | None = None) -> int:
     """Delete the LangGraph store's expired items, ``size`` per batch, each batch from
     where the last ended (each item read once); how many."""
-    now = time.time()
-    batch = _going_on(lambda n, after: store.purge_store_items(n, now, after))
+    batch = _going_on(lambda n, after: store.purge_store_items(n, after))
     return _in_batches(lambda n: batch(n).value, size, "purged store items", progress)

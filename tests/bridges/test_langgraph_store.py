@@ -9,6 +9,7 @@ from django.core.management import call_command
 from langgraph.store.base import BaseStore
 
 from agentstate.contrib.langgraph import AgentStateStore
+from agentstate.db import database_epoch, database_now
 from agentstate.models import Scope, Variable
 from agentstate.services import context
 from agentstate.services.sweep import sweep
@@ -62,12 +63,11 @@ def test_list_namespaces(store):
     assert store.list_namespaces(prefix=("a", "*", "c")) == [("a", "b", "c")]
 
 
-def test_an_expired_item_is_never_read_even_unswept(store, monkeypatch):
+def test_an_expired_item_is_never_read_even_unswept(store, store_clock):
     store.put(("t",), "short", {"v": 1}, ttl=1)
     store.put(("t",), "kept", {"v": 2})
     assert store.get(("t",), "short").value == {"v": 1}
-    later = time.time() + 120
-    monkeypatch.setattr(time, "time", lambda: later)
+    store_clock.advance(120)
     assert store.get(("t",), "short") is None
     assert [i.key for i in store.search(("t",))] == ["kept"]
     assert Variable.objects.filter(name="short").exists()  # not swept yet
@@ -76,15 +76,34 @@ def test_an_expired_item_is_never_read_even_unswept(store, monkeypatch):
     assert store.list_namespaces() == [("t",)]
 
 
-def test_a_read_refreshes_the_ttl(monkeypatch):
+def test_an_items_times_are_the_databases_whatever_the_clock_of_its_process(store, monkeypatch):
+    """Nodes whose clocks drift apart agree on what expired: a process a day ahead
+    or a day behind the database writes, reads and sweeps by the database's clock.
+    (With each process's own clock, the item put by the process behind was expired
+    at once, and the one put by the process ahead lived a day.)"""
+    real = time.time
+    for skew in (86_400, -86_400):
+        monkeypatch.setattr(time, "time", lambda skew=skew: real() + skew)
+        store.put(("clock",), f"k{skew}", {"v": skew}, ttl=1)
+        item = store.get(("clock",), f"k{skew}", refresh_ttl=False)
+        assert item is not None and item.value == {"v": skew}
+        assert abs((item.created_at - database_now()).total_seconds()) < 5
+        assert item.updated_at == item.created_at
+        stored = Variable.objects.get(name=f"k{skew}").value
+        assert stored["expires_at"] == pytest.approx(database_epoch() + 60, abs=5)
+        assert f"k{skew}" in {i.key for i in store.search(("clock",))}
+        assert store.list_namespaces() == [("clock",)]
+        assert store.sweep_ttl() == 0
+
+
+def test_a_read_refreshes_the_ttl(store_clock):
     store = AgentStateStore(ttl={"default_ttl": 1, "refresh_on_read": True})
     store.put(("t",), "k", {"v": 1})
-    start = time.time()
-    monkeypatch.setattr(time, "time", lambda: start + 50)
-    assert store.get(("t",), "k") is not None  # refreshed: now expires at start + 110
-    monkeypatch.setattr(time, "time", lambda: start + 100)
-    assert store.get(("t",), "k", refresh_ttl=False) is not None
-    monkeypatch.setattr(time, "time", lambda: start + 200)
+    store_clock.advance(50)
+    assert store.get(("t",), "k") is not None  # refreshed: expires 60 s from now again
+    store_clock.advance(50)
+    assert store.get(("t",), "k", refresh_ttl=False) is not None  # 10 s left
+    store_clock.advance(100)
     assert store.get(("t",), "k") is None
 
 
@@ -96,7 +115,7 @@ def test_the_async_api():
     assert Scope.objects.filter(key="langgraph:a").exists()
 
 
-def test_the_sweep_deletes_expired_items_in_batches_and_keeps_the_rest(store, alice, monkeypatch):
+def test_the_sweep_deletes_expired_items_in_batches_and_keeps_the_rest(store, alice, store_clock):
     for i in range(5):
         store.put(("t", "a"), f"short-{i}", {"v": i}, ttl=1)
     store.put(("t", "a"), "long", {"v": "long"}, ttl=60)
@@ -105,8 +124,7 @@ def test_the_sweep_deletes_expired_items_in_batches_and_keeps_the_rest(store, al
     # with an expires_at long past.
     context.put("other", "x", {"expires_at": 1.0})
     context.put("langgraph:t.a", "owned", {"value": 1, "expires_at": 1.0}, owner=alice)
-    later = time.time() + 120
-    monkeypatch.setattr(time, "time", lambda: later)
+    store_clock.advance(120)
     # Before the sweep, no read returns an expired item.
     assert store.get(("t", "a"), "short-0") is None
     assert {i.key for i in store.search(("t",))} == {"long", "forever"}
@@ -130,7 +148,7 @@ def test_the_sweep_deletes_expired_items_in_batches_and_keeps_the_rest(store, al
     }
     assert sweep().purged_store_items == 0  # idempotent
     # Past the long item's TTL too: the management command's sweep deletes it.
-    monkeypatch.setattr(time, "time", lambda: later + 3600)
+    store_clock.advance(3600)
     assert store.get(("t", "a"), "long") is None
     out = StringIO()
     call_command("agentstate_expire", stdout=out)
@@ -139,14 +157,13 @@ def test_the_sweep_deletes_expired_items_in_batches_and_keeps_the_rest(store, al
     assert store.sweep_ttl() == 0
 
 
-def test_the_sweep_goes_on_across_namespaces_from_where_each_batch_ended(store, monkeypatch):
+def test_the_sweep_goes_on_across_namespaces_from_where_each_batch_ended(store, store_clock):
     # In each of three namespaces, expired items between kept ones (by name), so that
     # batches of two end inside a namespace and between two of them.
     for ns in ("a", "b", "c"):
         for i in range(7):
             store.put(("many", ns), f"k{i}", {"v": i}, ttl=1 if i % 2 else None)
-    later = time.time() + 120
-    monkeypatch.setattr(time, "time", lambda: later)
+    store_clock.advance(120)
     assert store.sweep_ttl(batch_size=2) == 9
     assert sweep(batch_size=2).purged_store_items == 0
     assert sorted(Variable.objects.values_list("scope__key", "name")) == [

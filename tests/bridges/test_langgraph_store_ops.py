@@ -2,14 +2,13 @@
 one round trip each on PostgreSQL, a batch's consecutive gets one together, and
 the same answers on every database."""
 
-import time
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from langgraph.store.base import GetOp, PutOp, SearchOp
 
 from agentstate.contrib.langgraph import AgentStateStore
+from agentstate.db import database_epoch
 from agentstate.models import Element, Variable
 from agentstate.services import context
 
@@ -23,7 +22,7 @@ def one_query(operation, *args, **kwargs):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.postgres_only
-def test_a_get_a_put_and_a_batch_of_gets_are_one_round_trip_each(monkeypatch):
+def test_a_get_a_put_and_a_batch_of_gets_are_one_round_trip_each(store_clock):
     store = AgentStateStore(ttl={"default_ttl": 1, "refresh_on_read": True})
     one_query(store.put, ("a", "b"), "new", {"v": 1})  # the scope made too
     one_query(store.put, ("a", "b"), "new", {"v": 2})
@@ -31,8 +30,7 @@ def test_a_get_a_put_and_a_batch_of_gets_are_one_round_trip_each(monkeypatch):
     store.put(("a", "b"), "short", {"v": 4}, ttl=0.5)
     assert one_query(store.get, ("a", "b"), "new").value == {"v": 2}  # refreshed
     assert one_query(store.get, ("a", "b"), "new", refresh_ttl=False).value == {"v": 2}
-    later = time.time() + 40
-    monkeypatch.setattr(time, "time", lambda: later)
+    store_clock.advance(40)
     results = one_query(
         store.batch,
         [
@@ -53,7 +51,7 @@ def test_a_get_a_put_and_a_batch_of_gets_are_one_round_trip_each(monkeypatch):
         {"v": 2},
     ]
     stored = Variable.objects.get(name="new").value
-    assert stored["expires_at"] == pytest.approx(later + 60)
+    assert stored["expires_at"] == pytest.approx(database_epoch() + 60, abs=5)
 
 
 @pytest.mark.django_db
@@ -79,7 +77,7 @@ def test_a_batch_runs_in_order():
 
 @pytest.mark.django_db
 def test_a_refresh_pushes_only_ttl_items_and_a_put_keeps_created_at_of_an_unswept_item(
-    monkeypatch,
+    store_clock,
 ):
     store = AgentStateStore(ttl={"refresh_on_read": True})
     store.put(("t",), "forever", {"v": 1})
@@ -88,10 +86,9 @@ def test_a_refresh_pushes_only_ttl_items_and_a_put_keeps_created_at_of_an_unswep
     version = Variable.objects.get(name="forever").version
     assert store.get(("t",), "forever").value == {"v": 1}
     assert Variable.objects.get(name="forever").version == version  # nothing to refresh
-    later = time.time() + 120
-    monkeypatch.setattr(time, "time", lambda: later)
+    store_clock.advance(120)
     assert store.get(("t",), "short") is None  # expired, not refreshed back to life
-    assert Variable.objects.get(name="short").value["expires_at"] < later
+    assert Variable.objects.get(name="short").value["expires_at"] < database_epoch()
     store.put(("t",), "short", {"v": 3}, ttl=1)
     again = store.get(("t",), "short")
     assert again.value == {"v": 3} and again.created_at == first.created_at

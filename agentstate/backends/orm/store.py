@@ -1,40 +1,45 @@
-"""LangGraph's store on the ORM: a get (a batch of them) and a put, one transaction each."""
+"""LangGraph's store on the ORM: a get (a batch of them) and a put, one transaction each,
+by the database's clock (``database_epoch``)."""
 
-from typing import Any, cast
+from datetime import UTC, datetime
+from typing import Any, TypeGuard, cast
 
 from django.db.models import F
-from django.utils import timezone
+from django.db.models.functions import Now
 
+from agentstate.db import database_epoch
 from agentstate.models import Element, Variable
 
 from .context import ContextOperations
 
 
+def number(value: Any) -> TypeGuard[int | float]:
+    """Whether ``value`` is a JSON number (a ``bool`` is not one)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def live(value: Any, now: float) -> bool:
     """Whether an item's value is live at ``now``: no ``expires_at``, or one after ``now``."""
     expires = value.get("expires_at") if isinstance(value, dict) else None
-    if isinstance(expires, bool) or not isinstance(expires, int | float):
-        return True
-    return expires > now
+    return expires > now if number(expires) else True
 
 
 def ttl_of(value: Any) -> float | None:
     """An item's TTL in minutes (``None``: none)."""
     ttl = value.get("ttl") if isinstance(value, dict) else None
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl == 0:
-        return None
-    return ttl
+    return ttl if number(ttl) and ttl != 0 else None
 
 
 class StoreOperations(ContextOperations):
     def store_get(
-        self, items: list[tuple[str, str, bool]], now: float, actor: str
+        self, items: list[tuple[str, str, bool]], actor: str
     ) -> list[dict[str, Any] | None]:
-        return self.atomic(self._store_get, items, now, actor)
+        return self.atomic(self._store_get, items, actor)
 
     def _store_get(
-        self, items: list[tuple[str, str, bool]], now: float, actor: str
+        self, items: list[tuple[str, str, bool]], actor: str
     ) -> list[dict[str, Any] | None]:
+        now = database_epoch(self.alias)
         rows = self.rows(Variable).filter(
             scope__owner__isnull=True,
             scope__key__in={scope for scope, _, _ in items},
@@ -60,7 +65,7 @@ class StoreOperations(ContextOperations):
                 self.rows(Variable).filter(pk=pk).update(
                     value=value,
                     version=F("version") + 1,
-                    updated_at=timezone.now(),
+                    updated_at=Now(),
                     updated_by=actor,
                 )
                 refreshed.add(pk)
@@ -72,6 +77,11 @@ class StoreOperations(ContextOperations):
         self.atomic(self._store_put, scope, name, value, actor)
 
     def _store_put(self, scope: str, name: str, value: dict[str, Any], actor: str) -> None:
+        now = database_epoch(self.alias)
+        stamp = datetime.fromtimestamp(now, UTC).isoformat(timespec="microseconds")
+        value = {**value, "created_at": stamp, "updated_at": stamp}
+        if number(value.get("ttl")):
+            value["expires_at"] = now + 60 * value["ttl"]
         variable = self._lock_or_create(scope, None, name)
         held = variable.value
         if variable.is_list:

@@ -14,6 +14,7 @@ from django.db.models.functions import Now
 
 from agentstate.backends import events
 from agentstate.backends.base import Changed
+from agentstate.db import database_epoch
 from agentstate.models import (
     ApprovalRequest,
     Delivery,
@@ -150,10 +151,11 @@ class SweepOperations(Operations):
             self.rows(Event).filter(pk__in=old).delete()
         return len(old)
 
-    def purge_store_items(self, size: int, now: float, after: Any = None) -> Changed[int]:
-        return self.atomic(self._purge_store_items, size, now, after)
+    def purge_store_items(self, size: int, after: Any = None) -> Changed[int]:
+        return self.atomic(self._purge_store_items, size, after)
 
-    def _purge_store_items(self, size: int, now: float, after: Any) -> Changed[int]:
+    def _purge_store_items(self, size: int, after: Any) -> Changed[int]:
+        now = database_epoch(self.alias)
         after_scope, after_name = after or (0, "")  # names are never ""
         scopes = (
             self.rows(Scope)

@@ -11,9 +11,9 @@ class StoreOperations:
     call: Callable[..., dict[str, Any]]
 
     def store_get(
-        self, items: list[tuple[str, str, bool]], now: float, actor: str
+        self, items: list[tuple[str, str, bool]], actor: str
     ) -> list[dict[str, Any] | None]:
-        result = self.call("store_get", p_items=Json(items), p_now=now, p_actor=actor)
+        result = self.call("store_get", p_items=Json(items), p_actor=actor)
         return cast(list[dict[str, Any] | None], result["items"])
 
     def store_put(self, scope: str, name: str, value: dict[str, Any], actor: str) -> None:

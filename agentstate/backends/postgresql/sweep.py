@@ -44,13 +44,12 @@ class SweepOperations:
     def purge_events(self, size: int, retention: timedelta) -> int:
         return cast(int, self.call("purge_events", p_size=size, p_retention=retention)["count"])
 
-    def purge_store_items(self, size: int, now: float, after: Any = None) -> Changed[int]:
+    def purge_store_items(self, size: int, after: Any = None) -> Changed[int]:
         scope, name = after or (None, None)
         result = self.call(
             "purge_store_items",
             p_size=size,
             p_prefix=STORE_PREFIX,
-            p_now=now,
             p_after_scope=scope,
             p_after_name=name,
         )

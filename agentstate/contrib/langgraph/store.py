@@ -4,11 +4,12 @@ A namespace is a scope of the site's own namespace (no owner), keyed
 ``langgraph:`` and the namespace's labels joined by ``.`` (a label holds no
 ``.``, so the key names one namespace); a key is a variable of it, holding
 ``{"value", "created_at", "updated_at"}`` and, with a TTL, ``"ttl"`` (minutes)
-and ``"expires_at"`` (epoch seconds). A get (each run of consecutive gets of a
-batch) and a put are one operation of the database's backend each
-(``store_get``, ``store_put``: one round trip on PostgreSQL); a search and
-``list_namespaces`` are one query each (a search that refreshes TTLs adds one
-``store_get``).
+and ``"expires_at"`` (epoch seconds), all three times by the database's clock,
+so that nodes whose clocks drift apart agree on what expired. A get (each run
+of consecutive gets of a batch) and a put are one operation of the database's
+backend each (``store_get``, ``store_put``: one round trip on PostgreSQL); a
+search and ``list_namespaces`` read the database's clock, then are one query
+each (a search that refreshes TTLs adds one ``store_get``).
 
 Every read checks expiry itself, so an expired item is never returned, nor
 its namespace listed, whether or not the sweep (``agentstate.services.sweep``,
@@ -21,9 +22,8 @@ written value stands). No semantic index: a search's ``query`` is ignored.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, cast
 
 from asgiref.sync import sync_to_async
@@ -44,6 +44,7 @@ from langgraph.store.base import (
 )
 
 from agentstate.backends import Backend, backend
+from agentstate.db import database_epoch
 from agentstate.exceptions import NotFound
 from agentstate.models import Variable
 from agentstate.services.sweep import purge_store_items
@@ -123,8 +124,9 @@ class AgentStateStore(BaseStore):
     def backend(self) -> Backend:
         return backend(self.using)
 
-    def _live(self, now: float) -> QuerySet[Variable]:
-        """The store's variables that have not expired at ``now`` (this process's clock)."""
+    def _live(self) -> QuerySet[Variable]:
+        """The store's variables that have not expired now, by the database's clock."""
+        now = database_epoch(self.using)
         return (
             Variable.objects.using(self.using)
             .filter(scope__owner__isnull=True, scope__key__startswith=PREFIX)
@@ -177,9 +179,7 @@ class AgentStateStore(BaseStore):
         """The items of ``ops``, live ones only, their TTL refreshed where asked: one
         backend call for all."""
         found = self.backend.store_get(
-            [(scope_key(op.namespace), op.key, bool(op.refresh_ttl)) for op in ops],
-            time.time(),
-            ACTOR,
+            [(scope_key(op.namespace), op.key, bool(op.refresh_ttl)) for op in ops], ACTOR
         )
         return [
             None if stored is None else self._item(op.key, tuple(op.namespace), stored)
@@ -196,16 +196,14 @@ class AgentStateStore(BaseStore):
             except NotFound:
                 pass
             return
-        now = datetime.now(UTC).isoformat()
-        stored: dict[str, Any] = {"value": op.value, "created_at": now, "updated_at": now}
+        # its times (and with a TTL, its expiry) are the backend's to write
+        stored: dict[str, Any] = {"value": op.value}
         if op.ttl is not None:
             stored["ttl"] = op.ttl
-            stored["expires_at"] = time.time() + 60 * op.ttl
         self.backend.store_put(scope, op.key, stored, ACTOR)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        now = time.time()
-        rows = self._live(now)
+        rows = self._live()
         if op.namespace_prefix:
             prefix = scope_key(op.namespace_prefix)
             rows = rows.filter(Q(scope__key=prefix) | Q(scope__key__startswith=prefix + "."))
@@ -230,11 +228,11 @@ class AgentStateStore(BaseStore):
             if len(found) >= op.limit:
                 break
         if refresh:
-            self.backend.store_get(refresh, now, ACTOR)
+            self.backend.store_get(refresh, ACTOR)
         return found
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        keys = self._live(time.time()).order_by().values_list("scope__key", flat=True).distinct()
+        keys = self._live().order_by().values_list("scope__key", flat=True).distinct()
         namespaces = {namespace_of(key) for key in keys}
         for condition in op.match_conditions or ():
             namespaces = {ns for ns in namespaces if _matches(condition, ns)}

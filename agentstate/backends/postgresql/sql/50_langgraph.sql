@@ -424,7 +424,8 @@ $$;
 
 -- The sweep: one batch of the store's items (AgentStateStore: the variables of
 -- the site's scopes keyed p_prefix...) whose expires_at (epoch seconds) is at
--- most p_now (an item being written is locked, so skipped), by scope then name
+-- most now by the database's clock (an item being written is locked, so
+-- skipped), by scope then name
 -- from the one after (p_after_scope, p_after_name) (NULL: the first). The expiry
 -- is inside each item's JSON, with no index, so a batch finds its items by reading
 -- the store's items in turn: each batch goes on where the last ended, so that a
@@ -432,12 +433,12 @@ $$;
 -- item each time, every batch read again every item that is not expired).
 -- Answers {"count", "after"}.
 CREATE FUNCTION agentstate_purge_store_items(
-    p_size integer, p_prefix text, p_now double precision, p_after_scope bigint,
-    p_after_name text
+    p_size integer, p_prefix text, p_after_scope bigint, p_after_name text
 ) RETURNS jsonb
 LANGUAGE plpgsql
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off AS $$
 DECLARE
+    epoch_now double precision := agentstate_store_now();
     sid bigint;
     from_name text;  -- the item the scope is read after ('': its first; names are never '')
     found bigint[];
@@ -458,7 +459,7 @@ BEGIN
             SELECT v.id, v.name FROM agentstate_variable v
             WHERE v.scope_id = sid AND v.name > from_name
               AND jsonb_typeof(v.value -> 'expires_at') = 'number'
-              AND (v.value ->> 'expires_at')::double precision <= p_now
+              AND (v.value ->> 'expires_at')::double precision <= epoch_now
             ORDER BY v.name LIMIT p_size - cardinality(ids)
             FOR UPDATE SKIP LOCKED
         ) v;
