@@ -25,6 +25,7 @@ from tests.bridges.test_langgraph_store import (  # noqa: F401
     test_a_namespace_is_a_scope_and_a_key_a_variable,
     test_a_read_refreshes_the_ttl,
     test_an_expired_item_is_never_read_even_unswept,
+    test_an_items_times_are_the_databases_whatever_the_clock_of_its_process,
     test_the_sweep_deletes_expired_items_in_batches_and_keeps_the_rest,
 )
 from tests.concurrency.test_budgets_concurrency import (  # noqa: F401 - collected here
