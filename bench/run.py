@@ -142,7 +142,8 @@ def work_rows(results: dict) -> list[tuple[str, str, dict, dict]]:
 
 def work_cells(f: dict, floor: dict) -> list[str]:
     """A row's figures: the server's and the client's CPU per call (with their
-    multiple of the floor's), the time inside the functions and the rows written."""
+    multiple of the floor's), the floor's CPU over the call's, the time inside the
+    functions and the rows written."""
 
     def times(key: str) -> str:
         shown = f"{f[key]:,.0f}"
