@@ -675,10 +675,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def store_put(self, scope: str, name: str, value: dict[str, Any], actor: str) -> None:
         """Store an item, ``value`` its ``{"value"}`` and, with a TTL, ``"ttl"``
-        (minutes, a number): written with ``created_at`` and ``updated_at`` now (ISO
-        8601, UTC) and, with a TTL, ``expires_at`` now plus the TTL, keeping the
-        ``created_at`` of the item already stored there (expired and not swept yet
-        too); creates the scope as needed; a list stored there is replaced."""
+        (minutes, a number): written with ``created_at`` and ``updated_at`` now (as
+        event details hold a time: ``events.json_time``) and, with a TTL,
+        ``expires_at`` now plus the TTL, keeping the ``created_at`` of the item
+        already stored there (expired and not swept yet too); creates the scope as
+        needed; a list stored there is replaced."""
 
     # The sweep (docs: concepts/expiry): each call is one batch of at most
     # ``size`` rows, locked without waiting (two sweeps take disjoint batches).

@@ -8,6 +8,7 @@ from asgiref.sync import async_to_sync
 from django.core.management import call_command
 from langgraph.store.base import BaseStore
 
+from agentstate.backends.events import json_time
 from agentstate.contrib.langgraph import AgentStateStore
 from agentstate.db import database_epoch, database_now
 from agentstate.models import Scope, Variable
@@ -91,6 +92,7 @@ def test_an_items_times_are_the_databases_whatever_the_clock_of_its_process(stor
         assert item.updated_at == item.created_at
         stored = Variable.objects.get(name=f"k{skew}").value
         assert stored["expires_at"] == pytest.approx(database_epoch() + 60, abs=5)
+        assert stored["created_at"] == json_time(item.created_at)  # as events hold a time
         assert f"k{skew}" in {i.key for i in store.search(("clock",))}
         assert store.list_namespaces() == [("clock",)]
         assert store.sweep_ttl() == 0

@@ -7,6 +7,7 @@ from typing import Any, TypeGuard, cast
 from django.db.models import F
 from django.db.models.functions import Now
 
+from agentstate.backends.events import json_time
 from agentstate.db import database_epoch
 from agentstate.models import Element, Variable
 
@@ -78,7 +79,7 @@ class StoreOperations(ContextOperations):
 
     def _store_put(self, scope: str, name: str, value: dict[str, Any], actor: str) -> None:
         now = database_epoch(self.alias)
-        stamp = datetime.fromtimestamp(now, UTC).isoformat(timespec="microseconds")
+        stamp = json_time(datetime.fromtimestamp(now, UTC))
         value = {**value, "created_at": stamp, "updated_at": stamp}
         if number(value.get("ttl")):
             value["expires_at"] = now + 60 * value["ttl"]

@@ -85,8 +85,7 @@ LANGUAGE plpgsql SET enable_seqscan = off SET jit = off AS $$
 DECLARE
     sid bigint;
     vid bigint;
-    stamp jsonb := to_jsonb(to_char(statement_timestamp() AT TIME ZONE 'UTC',
-                                    'YYYY-MM-DD"T"HH24:MI:SS.US"+00:00"'));
+    stamp jsonb := to_jsonb(agentstate_json_time(statement_timestamp()));
 BEGIN
     p_value := p_value || jsonb_build_object('created_at', stamp, 'updated_at', stamp)
         || CASE WHEN jsonb_typeof(p_value -> 'ttl') = 'number' THEN jsonb_build_object(
