@@ -323,6 +323,8 @@ def report(results: dict) -> None:
         f" * over {TRIPS['http']}); baselines: "
         + ", ".join(f"{name} {trips(f, 'http')}" for name, f in http["baselines"].items())
     )
+    if listed := pages_listed(http):
+        print(f"  {listed}")
     print(
         "\npush/pop cost at the longest list over the shortest:",
         ", ".join(f"{op} {v:.2f}x {met(v, 'scale')}" for op, v in r["push_pop"].items()),
@@ -343,6 +345,17 @@ def report(results: dict) -> None:
         + f" (goal at most {GOALS['budget']}x)"
     )
     sweep_report(results)
+
+
+def pages_listed(http: dict) -> str:
+    """What each page's exact count read (the rows its listing holds for the caller),
+    the part of a page's cost that grows with them: empty when no page was loaded."""
+    listed = [(name, f["listed"]) for name, f in http["endpoints"].items() if "listed" in f]
+    if not listed:
+        return ""
+    return "pages: the listing's count read " + ", ".join(
+        f"{n:,} row{'' if n == 1 else 's'} ({name})" for name, n in listed
+    )
 
 
 # The sweeps measured at two sizes: each one's key in the results, and what it sweeps.
@@ -460,6 +473,8 @@ def markdown(results: dict) -> str:
         + ", ".join(f"{name} {trips(f, 'http')}" for name, f in http["baselines"].items())
         + ".",
     ]
+    if listed := pages_listed(http):
+        lines += ["", f"{listed[0].upper()}{listed[1:]}."]
     pg = results["pgbench"]
     lines += ["", "| pgbench (tps) | @1 | @8 |", "|---|--:|--:|"]
     lines += [

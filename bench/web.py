@@ -41,6 +41,7 @@ import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentstate.services import context
 from bench import counts, fill
@@ -423,11 +424,22 @@ def probe(endpoint: Endpoint, token: str) -> dict:
                 content_type="application/json",
             )
         )
+    response = figure["result"]
     return {
         "queries": figure["statements"],
         "round_trips": figure["round_trips"],
-        "status": figure["result"].status_code,
+        "status": response.status_code,
+        **({"listed": listed} if (listed := _listed(response)) is not None else {}),
     }
+
+
+def _listed(response: Any) -> int | None:
+    """A page's ``count``: the rows its listing counts at every request (an exact
+    count, whose cost grows with them), or ``None`` for an answer that is no page."""
+    if response.status_code != 200 or response.get("content-type") != "application/json":
+        return None
+    body = response.json()
+    return body["count"] if isinstance(body, dict) and "results" in body else None
 
 
 def warming(endpoint: Endpoint) -> Endpoint:
