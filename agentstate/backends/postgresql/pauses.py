@@ -15,7 +15,7 @@ from agentstate.db import Columns, Json, from_json, where_clause
 from agentstate.models import PausedRun
 from agentstate.types import Actor, Reach
 
-from .reading import reading_cursor
+from .reading import page_rows
 
 Status = PausedRun.Status
 # The filters of a listing that compare a column with the value given.
@@ -113,9 +113,13 @@ class PauseOperations:
         if reach is not None:
             params.update(creator=reach.user_id, username=reach.username)
         statement = _page_statement(named, status, reach is not None)
-        with reading_cursor(connections[self.alias]) as c:
-            c.execute(statement, {**params, "limit": limit, "offset": offset})
-            rows = c.fetchall()
+        # planned for its caller at every call: the owner's pauses OR the creator's
+        rows = page_rows(
+            connections[self.alias],
+            statement,
+            {**params, "limit": limit, "offset": offset},
+            generic=False,
+        )
         pause_of = _page_columns().builder(self.alias)
         status_at = len(_page_columns().columns)
         page = []

@@ -26,7 +26,7 @@ from agentstate.policies import DECIDED_BY_POLICY, POLICY_ACTOR
 from agentstate.records import DECIDED_BY_RECORDS, RECORDS_ACTOR
 from agentstate.types import Actor, Reach, Records, Verdict, arguments_digest
 
-from .reading import reading_cursor
+from .reading import page_rows
 
 Status = ApprovalRequest.Status
 # Where a row keeps its related objects (``_state.fields_cache``), as select_related does.
@@ -133,9 +133,9 @@ class RunOperations:
             "limit": limit,
             "offset": offset,
         }
-        with reading_cursor(connections[self.alias]) as c:
-            c.execute(_page_statement(shape), params)
-            rows = c.fetchall()
+        rows = page_rows(
+            connections[self.alias], _page_statement(shape), params, generic=shape.generic
+        )
         reading = _page_columns()
         alias = self.alias
         request_of = reading.request.builder(alias)
@@ -309,6 +309,20 @@ class _PageShape:
     status: str | None
     reached: bool
     nobody: bool
+
+    @property
+    def generic(self) -> bool:
+        """Whether one plan serves every caller (``reading.page_rows``): a creator's
+        requests of one status and no other filter, in order from the index that
+        begins with both (``agentstate_request_creator``). Not every status (sorted),
+        expired ones (an ``OR``), a filter's column (rare or common), nor a listing
+        of every creator's (the caller picks no rows: a plan of its own is as good)."""
+        return (
+            not self.named
+            and self.reached
+            and not self.nobody
+            and self.status in (Status.PENDING, "")
+        )
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from agentstate.db import Columns, where_clause
 from agentstate.models import ApprovalRequest, Event, Run
 from agentstate.types import Reach
 
-from .reading import reading_cursor
+from .reading import page_rows
 
 # The filters of a listing that compare a column with the value given.
 EQUAL = ("kind", "object_type", "object_id")
@@ -42,9 +42,9 @@ class TrailOperations:
             params.update(
                 creator=reach.user_id, username=reach.username, types=list(reach.object_types)
             )
-        with reading_cursor(connections[self.alias]) as c:
-            c.execute(_page_statement(shape), params)
-            rows = c.fetchall()
+        rows = page_rows(
+            connections[self.alias], _page_statement(shape), params, generic=shape.generic
+        )
         reading = _page_columns()
         event_of = reading.event.builder(self.alias)
         user_of = reading.users.builder(self.alias)
@@ -71,6 +71,14 @@ class _Shape:
     reached: bool
     created: bool  # the reach names a user
     typed: bool  # the reach names object types
+
+    @property
+    def generic(self) -> bool:
+        """Whether one plan serves every caller (``reading.page_rows``): a reach and no
+        filter, each of its parts (what the caller owns, what it created for others)
+        in order from the index that begins with it. Not with a filter or object
+        types (an ``OR``, a column rare or common), nor a listing of everyone's."""
+        return self.reached and not (self.named or self.of_run or self.typed)
 
 
 @dataclass(frozen=True)
