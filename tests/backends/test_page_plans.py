@@ -1,7 +1,10 @@
 """The pages of approval requests and events read on one plan per connection where one
 plan serves every caller (``reading.page_rows``, PostgreSQL): a generic plan, made
-without the caller's values, sent in one pipeline after the setting that asks for
-it, which ends with the pipeline."""
+without the caller's values, sent in one pipeline after the settings that ask for it
+(``reading.GENERIC_PLAN``), which end with the pipeline. Such a plan must read, for a
+caller of a few rows among many of another, what a plan made for that caller reads:
+without the settings' ``enable_incremental_sort = off``, it read every event of the
+other caller (walking the events' time index, filtering the owner)."""
 
 import contextlib
 import json

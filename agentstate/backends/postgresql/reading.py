@@ -45,7 +45,9 @@ def page_rows(connection: Any, statement: str, params: Any, *, generic: bool) ->
 
 
 def _generic_plans(connection: Any) -> bool:
-    if connection.in_atomic_block or not prepares(connection):
+    # in a transaction (an atomic block, autocommit turned off) the settings would
+    # last until it ends
+    if not connection.get_autocommit() or not prepares(connection):
         return False
     from psycopg import Pipeline
 

@@ -316,7 +316,8 @@ class _PageShape:
         requests of one status and no other filter, in order from the index that
         begins with both (``agentstate_request_creator``). Not every status (sorted),
         expired ones (an ``OR``), a filter's column (rare or common), nor a listing
-        of every creator's (the caller picks no rows: a plan of its own is as good)."""
+        of every creator's (no caller picks its rows: without incremental sorts, as
+        ``reading.GENERIC_PLAN`` has it, its plan would sort them all)."""
         return (
             not self.named
             and self.reached

@@ -77,7 +77,9 @@ class _Shape:
         """Whether one plan serves every caller (``reading.page_rows``): a reach and no
         filter, each of its parts (what the caller owns, what it created for others)
         in order from the index that begins with it. Not with a filter or object
-        types (an ``OR``, a column rare or common), nor a listing of everyone's."""
+        types (an ``OR``, a column rare or common), nor a listing of everyone's (no
+        caller picks its rows: without incremental sorts, as ``reading.GENERIC_PLAN``
+        has it, its plan would sort them all)."""
         return self.reached and not (self.named or self.of_run or self.typed)
 
 
